@@ -1,0 +1,131 @@
+// Package experiments knows what a Limit Lab experiment is: a spec of lanes,
+// each a workload plus Docker limits, how to parse and validate it against a
+// host, and what the equivalent docker CLI command is. It knows nothing of
+// HTTP or of the Docker Engine API.
+package experiments
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Mode says whether lanes run together (contention) or one after another
+// (isolated timings).
+type Mode string
+
+const (
+	Parallel   Mode = "parallel"
+	Sequential Mode = "sequential"
+)
+
+// Limits of the run's duration: every container is stopped when it is up.
+const (
+	DefaultDuration = 60 * time.Second
+	MaxDuration     = 10 * time.Minute
+	MinDuration     = time.Second
+	MaxLanes        = 12
+)
+
+// Spec is an experiment as a user (or a lab) writes it. Limits keep the
+// docker CLI's names and syntax so that a spec reads like the commands in the
+// seeds' write-ups.
+type Spec struct {
+	Name     string `json:"name"`
+	Mode     Mode   `json:"mode"`
+	Duration string `json:"duration,omitempty"`
+	Lanes    []Lane `json:"lanes"`
+}
+
+// Lane is one container: a workload under limits.
+type Lane struct {
+	Name     string   `json:"name"`
+	Workload Workload `json:"workload"`
+	Limits   Limits   `json:"limits"`
+}
+
+// Workload names a program of the project's workload image and its
+// parameters. Which parameters apply depends on Kind.
+type Workload struct {
+	Kind     string  `json:"kind"`
+	MB       int     `json:"mb,omitempty"`
+	Threads  int     `json:"threads,omitempty"`
+	Events   int     `json:"events,omitempty"`
+	MaxPrime int     `json:"max_prime,omitempty"`
+	Seconds  float64 `json:"seconds,omitempty"`
+	RateMBps float64 `json:"rate_mb_s,omitempty"`
+}
+
+// Limits are the docker run flags Limit Lab supports, spelled as the CLI
+// spells them. Values are kept as the user wrote them; Validate turns them
+// into Resources.
+type Limits struct {
+	CPUs              Value `json:"cpus,omitempty"`
+	CPUShares         Value `json:"cpu-shares,omitempty"`
+	CpusetCpus        Value `json:"cpuset-cpus,omitempty"`
+	CPUPeriod         Value `json:"cpu-period,omitempty"`
+	CPUQuota          Value `json:"cpu-quota,omitempty"`
+	Memory            Value `json:"memory,omitempty"`
+	MemorySwap        Value `json:"memory-swap,omitempty"`
+	MemoryReservation Value `json:"memory-reservation,omitempty"`
+	PidsLimit         Value `json:"pids-limit,omitempty"`
+}
+
+// Value is a limit as written: JSON strings and numbers are both accepted
+// ("0.5" and 0.5 mean the same), and kept as text.
+type Value string
+
+// UnmarshalJSON accepts a string, a number or null.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*v = ""
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*v = Value(s)
+		return nil
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("want a string or a number, got %s", b)
+		}
+		*v = Value(n.String())
+		return nil
+	}
+}
+
+// FieldError is one problem with a spec, located by lane (-1 for the run
+// itself) and field, in the words of the docker CLI or engine where they have
+// them.
+type FieldError struct {
+	Lane    int    `json:"lane"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e FieldError) Error() string {
+	if e.Lane < 0 {
+		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	}
+	return fmt.Sprintf("lane %d: %s: %s", e.Lane, e.Field, e.Message)
+}
+
+// Errors is every problem found in a spec.
+type Errors []FieldError
+
+func (es Errors) Error() string {
+	if len(es) == 0 {
+		return "no errors"
+	}
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	return es[0].Error() + " (and " + strconv.Itoa(len(es)-1) + " more)"
+}

@@ -1,0 +1,335 @@
+package experiments
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+)
+
+// minMemory is the engine's floor for --memory and --memory-reservation
+// (linuxMinMemory in moby's daemon/daemon_unix.go).
+const minMemory = 6 * 1024 * 1024
+
+// DefaultPidsLimit applies to every lane that sets none: a fork bomb in a
+// workshop must not take the host down.
+const DefaultPidsLimit = 512
+
+// MaxPidsLimit bounds what a lane may ask for.
+const MaxPidsLimit = 32768
+
+// Host is what validation needs to know of the engine's host.
+type Host struct {
+	NCPU int
+	// Unsupported maps a limit's field name to the reason this host cannot
+	// apply it (from the engine's own capability report).
+	Unsupported map[string]string
+}
+
+// Resources are a lane's limits resolved to the numbers the Engine API takes
+// (the fields of its HostConfig.Resources). Zero means "not set".
+type Resources struct {
+	NanoCPUs          int64  `json:"nano_cpus,omitempty"`
+	CPUShares         int64  `json:"cpu_shares,omitempty"`
+	CpusetCpus        string `json:"cpuset_cpus,omitempty"`
+	CPUPeriod         int64  `json:"cpu_period,omitempty"`
+	CPUQuota          int64  `json:"cpu_quota,omitempty"`
+	Memory            int64  `json:"memory,omitempty"`
+	MemorySwap        int64  `json:"memory_swap,omitempty"`
+	MemoryReservation int64  `json:"memory_reservation,omitempty"`
+	PidsLimit         int64  `json:"pids_limit,omitempty"`
+}
+
+// CPULimit is the CPU the lane may use, in cores, from --cpus or
+// quota/period; 0 means no quota.
+func (r Resources) CPULimit() float64 {
+	switch {
+	case r.NanoCPUs > 0:
+		return float64(r.NanoCPUs) / 1e9
+	case r.CPUQuota > 0:
+		period := r.CPUPeriod
+		if period == 0 {
+			period = 100000
+		}
+		return float64(r.CPUQuota) / float64(period)
+	}
+	return 0
+}
+
+// Plan is a validated spec: everything needed to start the containers.
+type Plan struct {
+	Name     string
+	Mode     Mode
+	Duration time.Duration
+	Lanes    []PlannedLane
+}
+
+// PlannedLane is a lane with defaults filled in and limits resolved.
+type PlannedLane struct {
+	Name      string
+	Workload  Workload
+	Resources Resources
+}
+
+// Validate checks a spec against a host, mirroring the docker CLI's parsing
+// and the engine's own rules, and returns every problem at once. A plan is
+// returned only when there are none: nothing may start from a spec with any
+// invalid part.
+func Validate(spec Spec, host Host) (Plan, Errors) {
+	var errs Errors
+	add := func(lane int, field, format string, args ...any) {
+		errs = append(errs, FieldError{Lane: lane, Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	plan := Plan{Name: strings.TrimSpace(spec.Name), Mode: spec.Mode, Duration: DefaultDuration}
+	if plan.Name == "" {
+		plan.Name = "experiment"
+	}
+	if len(plan.Name) > 100 {
+		add(-1, "name", "at most 100 characters")
+	}
+	switch spec.Mode {
+	case Parallel, Sequential:
+	case "":
+		plan.Mode = Parallel
+	default:
+		add(-1, "mode", "must be %q or %q, not %q", Parallel, Sequential, spec.Mode)
+	}
+	if spec.Duration != "" {
+		d, err := time.ParseDuration(spec.Duration)
+		switch {
+		case err != nil:
+			add(-1, "duration", "invalid duration %q: want e.g. \"60s\" or \"2m\"", spec.Duration)
+		case d < MinDuration || d > MaxDuration:
+			add(-1, "duration", "must be from %s to %s, got %s", MinDuration, MaxDuration, d)
+		default:
+			plan.Duration = d
+		}
+	}
+	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {
+		add(-1, "lanes", "want 1 to %d lanes, got %d", MaxLanes, len(spec.Lanes))
+	}
+	seen := map[string]int{}
+	for i, lane := range spec.Lanes {
+		name := strings.TrimSpace(lane.Name)
+		if name == "" {
+			name = "lane " + strconv.Itoa(i+1)
+		}
+		if len(name) > 64 {
+			add(i, "name", "at most 64 characters")
+		}
+		if j, dup := seen[name]; dup {
+			add(i, "name", "%q is already the name of lane %d", name, j)
+		}
+		seen[name] = i
+		w, werrs := validateWorkload(lane.Workload)
+		for _, e := range werrs {
+			add(i, e.Field, "%s", e.Message)
+		}
+		res, lerrs := ResolveLimits(lane.Limits, host)
+		for _, e := range lerrs {
+			add(i, e.Field, "%s", e.Message)
+		}
+		plan.Lanes = append(plan.Lanes, PlannedLane{Name: name, Workload: w, Resources: res})
+	}
+	if len(errs) > 0 {
+		return Plan{}, errs
+	}
+	return plan, nil
+}
+
+// ResolveLimits parses and checks one lane's limits. Errors carry only the
+// field (Lane is left for the caller).
+func ResolveLimits(l Limits, host Host) (Resources, Errors) {
+	var r Resources
+	var errs Errors
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	supported := func(field string, v Value) bool {
+		if v == "" {
+			return false
+		}
+		if why, no := host.Unsupported[field]; no {
+			add(field, "this host cannot apply %s: %s", field, why)
+			return false
+		}
+		return true
+	}
+
+	if supported("cpus", l.CPUs) {
+		n, err := parseNanoCPUs(string(l.CPUs))
+		switch {
+		case err != nil:
+			add("cpus", "invalid argument %q for \"--cpus\" flag: %v", l.CPUs, err)
+		case n < 1e7 || (host.NCPU > 0 && n > int64(host.NCPU)*1e9):
+			// The engine's words (daemon_unix.go), with its 0.01 floor.
+			add("cpus", "Range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available", host.NCPU, host.NCPU)
+		default:
+			r.NanoCPUs = n
+		}
+	}
+	if supported("cpu-shares", l.CPUShares) {
+		n, err := strconv.ParseInt(string(l.CPUShares), 10, 64)
+		switch {
+		case err != nil:
+			add("cpu-shares", "invalid argument %q for \"--cpu-shares\" flag: want a whole number", l.CPUShares)
+		case n < 2 || n > 262144:
+			// The kernel clamps to this range (sched_prio_to_weight); the
+			// engine would silently pass it on, which would mislead a lab.
+			add("cpu-shares", "must be from 2 to 262144 (the kernel's range), got %d", n)
+		default:
+			r.CPUShares = n
+		}
+	}
+	if supported("cpu-period", l.CPUPeriod) {
+		n, err := strconv.ParseInt(string(l.CPUPeriod), 10, 64)
+		switch {
+		case err != nil:
+			add("cpu-period", "invalid argument %q for \"--cpu-period\" flag: want microseconds as a whole number", l.CPUPeriod)
+		case n < 1000 || n > 1000000:
+			add("cpu-period", "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)")
+		default:
+			r.CPUPeriod = n
+		}
+	}
+	if supported("cpu-quota", l.CPUQuota) {
+		n, err := strconv.ParseInt(string(l.CPUQuota), 10, 64)
+		switch {
+		case err != nil:
+			add("cpu-quota", "invalid argument %q for \"--cpu-quota\" flag: want microseconds as a whole number", l.CPUQuota)
+		case n < 1000:
+			add("cpu-quota", "CPU cfs quota can not be less than 1ms (i.e. 1000)")
+		default:
+			r.CPUQuota = n
+		}
+	}
+	if l.CPUs != "" && l.CPUPeriod != "" {
+		add("cpus", "Conflicting options: Nano CPUs and CPU Period cannot both be set")
+	}
+	if l.CPUs != "" && l.CPUQuota != "" {
+		add("cpus", "Conflicting options: Nano CPUs and CPU Quota cannot both be set")
+	}
+	if supported("cpuset-cpus", l.CpusetCpus) {
+		cpus, err := ParseCPUSet(string(l.CpusetCpus))
+		if err != nil {
+			add("cpuset-cpus", "Invalid value %s for cpuset cpus", l.CpusetCpus)
+		} else if host.NCPU > 0 && cpus[len(cpus)-1] >= host.NCPU {
+			add("cpuset-cpus", "Requested CPUs are not available - requested %s, available: 0-%d", l.CpusetCpus, host.NCPU-1)
+		} else {
+			r.CpusetCpus = string(l.CpusetCpus)
+		}
+	}
+	if supported("memory", l.Memory) {
+		n, err := units.RAMInBytes(string(l.Memory))
+		switch {
+		case err != nil:
+			add("memory", "invalid argument %q for \"-m, --memory\" flag: %v", l.Memory, err)
+		case n < minMemory:
+			add("memory", "Minimum memory limit allowed is 6MB")
+		default:
+			r.Memory = n
+		}
+	}
+	if supported("memory-reservation", l.MemoryReservation) {
+		n, err := units.RAMInBytes(string(l.MemoryReservation))
+		switch {
+		case err != nil:
+			add("memory-reservation", "invalid argument %q for \"--memory-reservation\" flag: %v", l.MemoryReservation, err)
+		case n < minMemory:
+			add("memory-reservation", "Minimum memory reservation allowed is 6MB")
+		case r.Memory > 0 && n > r.Memory:
+			add("memory-reservation", "Minimum memory limit can not be less than memory reservation limit, see usage")
+		default:
+			r.MemoryReservation = n
+		}
+	}
+	if supported("memory-swap", l.MemorySwap) {
+		var n int64
+		var err error
+		if l.MemorySwap == "-1" {
+			n = -1
+		} else {
+			n, err = units.RAMInBytes(string(l.MemorySwap))
+		}
+		switch {
+		case err != nil:
+			add("memory-swap", "invalid argument %q for \"--memory-swap\" flag: %v", l.MemorySwap, err)
+		case l.Memory == "":
+			add("memory-swap", "You should always set the Memory limit when using Memoryswap limit, see usage")
+		case n != -1 && r.Memory > 0 && n < r.Memory:
+			add("memory-swap", "Minimum memoryswap limit should be larger than memory limit, see usage")
+		default:
+			r.MemorySwap = n
+		}
+	}
+	r.PidsLimit = DefaultPidsLimit
+	if supported("pids-limit", l.PidsLimit) {
+		n, err := strconv.ParseInt(string(l.PidsLimit), 10, 64)
+		switch {
+		case err != nil:
+			add("pids-limit", "invalid argument %q for \"--pids-limit\" flag: want a whole number", l.PidsLimit)
+		case n < 1 || n > MaxPidsLimit:
+			// Unlimited (0 or -1) is refused on purpose: see DefaultPidsLimit.
+			add("pids-limit", "must be from 1 to %d, got %d", MaxPidsLimit, n)
+		default:
+			r.PidsLimit = n
+		}
+	}
+	return r, errs
+}
+
+// parseNanoCPUs parses --cpus as the docker CLI does (opts.NanoCPUs): a
+// rational number, in billionths of a CPU, no finer.
+func parseNanoCPUs(s string) (int64, error) {
+	v, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, fmt.Errorf("failed to parse %v as a rational number", s)
+	}
+	nano := v.Mul(v, big.NewRat(1e9, 1))
+	if !nano.IsInt() {
+		return 0, fmt.Errorf("value is too precise")
+	}
+	if nano.Sign() < 0 || !nano.Num().IsInt64() {
+		return 0, fmt.Errorf("value is out of range")
+	}
+	return nano.Num().Int64(), nil
+}
+
+// ParseCPUSet parses a cpuset list such as "0-2,4" into sorted CPU numbers.
+func ParseCPUSet(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty cpuset")
+	}
+	set := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("invalid cpuset %q", s)
+		}
+		b := a
+		if isRange {
+			b, err = strconv.Atoi(hi)
+			if err != nil || b < a {
+				return nil, fmt.Errorf("invalid cpuset %q", s)
+			}
+		}
+		if b > 4095 {
+			return nil, fmt.Errorf("invalid cpuset %q", s)
+		}
+		for c := a; c <= b; c++ {
+			set[c] = true
+		}
+	}
+	out := make([]int, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return slices.Clip(out), nil
+}

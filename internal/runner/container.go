@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// workloadUser is nobody: the workload needs no identity.
+const workloadUser = "65534:65534"
+
+// createOptions builds a lane's container from validated fields only;
+// nothing a client sent passes through. Every container is labelled with
+// its run, unprivileged, without capabilities or network, on a read-only
+// root with a small tmpfs, and has a pids limit.
+func createOptions(runID string, lane int, l experiments.PlannedLane, image string) client.ContainerCreateOptions {
+	r := l.Resources
+	pids := r.PidsLimit
+	if pids <= 0 {
+		pids = experiments.DefaultPidsLimit
+	}
+	return client.ContainerCreateOptions{
+		Name: fmt.Sprintf("limitlab-%s-%d", runID, lane),
+		Config: &container.Config{
+			Image: image,
+			Cmd:   l.Workload.Args(),
+			User:  workloadUser,
+			Labels: map[string]string{
+				LabelRun:  runID,
+				LabelLane: strconv.Itoa(lane),
+			},
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    "none",
+			Privileged:     false,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			ReadonlyRootfs: true,
+			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
+			LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "1"}},
+			Resources: container.Resources{
+				NanoCPUs:          r.NanoCPUs,
+				CPUShares:         r.CPUShares,
+				CpusetCpus:        r.CpusetCpus,
+				CPUPeriod:         r.CPUPeriod,
+				CPUQuota:          r.CPUQuota,
+				Memory:            r.Memory,
+				MemorySwap:        r.MemorySwap,
+				MemoryReservation: r.MemoryReservation,
+				PidsLimit:         &pids,
+			},
+		},
+	}
+}
+
+// appliedResources reads back the limits the engine applied, as inspect
+// reports them: these, not the request, are what the user is shown.
+func appliedResources(r container.Resources) experiments.Resources {
+	out := experiments.Resources{
+		NanoCPUs:          r.NanoCPUs,
+		CPUShares:         r.CPUShares,
+		CpusetCpus:        r.CpusetCpus,
+		CPUPeriod:         r.CPUPeriod,
+		CPUQuota:          r.CPUQuota,
+		Memory:            r.Memory,
+		MemorySwap:        r.MemorySwap,
+		MemoryReservation: r.MemoryReservation,
+	}
+	if r.PidsLimit != nil {
+		out.PidsLimit = *r.PidsLimit
+	}
+	return out
+}
+
+// Reap removes the containers that carry the run label, of every run when
+// runID is empty: at start-up, the leftovers of an earlier instance; at
+// shutdown, anything a run could not clean up. It returns how many it
+// removed.
+func Reap(ctx context.Context, eng Engine, runID string, log *slog.Logger) (int, error) {
+	label := LabelRun
+	if runID != "" {
+		label += "=" + runID
+	}
+	list, err := eng.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", label),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("runner: list labelled containers: %w", err)
+	}
+	n := 0
+	for _, c := range list.Items {
+		if _, err := eng.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			log.Warn("reap: remove container", slog.String("id", c.ID[:12]), slog.Any("err", err))
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		log.Info("reaped leftover containers", slog.Int("count", n))
+	}
+	return n, nil
+}

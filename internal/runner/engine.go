@@ -1,0 +1,42 @@
+// Package runner is everything Limit Lab does with Docker: it builds the
+// workload image, turns a validated plan into hardened, labelled containers,
+// samples their cgroups, and removes them when a run ends. It knows nothing
+// of HTML or HTTP.
+package runner
+
+import (
+	"context"
+	"io"
+
+	"github.com/moby/moby/client"
+)
+
+// Engine is the part of the Docker Engine API the runner uses. The moby
+// client satisfies it; the runner's tests use the real engine.
+type Engine interface {
+	Ping(ctx context.Context, opts client.PingOptions) (client.PingResult, error)
+	Info(ctx context.Context, opts client.InfoOptions) (client.SystemInfoResult, error)
+	ServerVersion(ctx context.Context, opts client.ServerVersionOptions) (client.ServerVersionResult, error)
+	ClientVersion() string
+	DaemonHost() string
+
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ImageBuild(ctx context.Context, buildContext io.Reader, opts client.ImageBuildOptions) (client.ImageBuildResult, error)
+
+	ContainerCreate(ctx context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerStart(ctx context.Context, id string, opts client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerInspect(ctx context.Context, id string, opts client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerWait(ctx context.Context, id string, opts client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerLogs(ctx context.Context, id string, opts client.ContainerLogsOptions) (client.ContainerLogsResult, error)
+	ContainerKill(ctx context.Context, id string, opts client.ContainerKillOptions) (client.ContainerKillResult, error)
+	ContainerRemove(ctx context.Context, id string, opts client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerList(ctx context.Context, opts client.ContainerListOptions) (client.ContainerListResult, error)
+	ContainerStats(ctx context.Context, id string, opts client.ContainerStatsOptions) (client.ContainerStatsResult, error)
+}
+
+// NewEngine connects to the engine named by DOCKER_HOST, DOCKER_API_VERSION,
+// DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, as the docker CLI does, and
+// negotiates the API version on first use (Docker 20.10 speaks 1.41).
+func NewEngine() (*client.Client, error) {
+	return client.New(client.FromEnv)
+}

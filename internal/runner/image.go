@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// ImageRepo is the name of the workload image; its tag is a digest of the
+// binary inside, so a rebuilt server never runs an old workload.
+const ImageRepo = "limitlab-workload"
+
+// LabelRun marks every container Limit Lab creates, with the run's id as
+// its value; LabelLane holds the lane's index.
+const (
+	LabelRun  = "io.limitlab.run"
+	LabelLane = "io.limitlab.lane"
+)
+
+// WorkloadEntrypoint is how the image starts the workload program.
+var WorkloadEntrypoint = []string{"/limitlab", "workload"}
+
+// EnsureImage makes sure the workload image for the static binary at
+// binPath exists on the engine, building it FROM scratch if not. Nothing is
+// pulled: no registry is needed. It returns the image reference.
+func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logger) (string, error) {
+	bin, err := os.ReadFile(binPath)
+	if err != nil {
+		return "", fmt.Errorf("runner: read workload binary: %w", err)
+	}
+	if err := checkStatic(bin); err != nil {
+		return "", fmt.Errorf("runner: %s cannot run in a FROM scratch image: %w (build it with CGO_ENABLED=0)", binPath, err)
+	}
+	sum := sha256.Sum256(bin)
+	ref := ImageRepo + ":" + hex.EncodeToString(sum[:])[:16]
+	if _, err := eng.ImageInspect(ctx, ref); err == nil {
+		log.Info("workload image present", slog.String("image", ref))
+		return ref, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("runner: inspect image %s: %w", ref, err)
+	}
+	log.Info("building workload image", slog.String("image", ref), slog.Int("binary_bytes", len(bin)))
+	buildCtx, err := buildContext(bin)
+	if err != nil {
+		return "", err
+	}
+	res, err := eng.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
+		Tags:        []string{ref, ImageRepo + ":latest"},
+		Remove:      true,
+		ForceRemove: true,
+		Labels:      map[string]string{"io.limitlab.image": "workload"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("runner: build workload image: %w", err)
+	}
+	defer res.Body.Close()
+	if err := followBuild(res.Body, log); err != nil {
+		return "", fmt.Errorf("runner: build workload image: %w", err)
+	}
+	log.Info("workload image built", slog.String("image", ref))
+	return ref, nil
+}
+
+// checkStatic refuses a dynamically linked binary: a scratch image has no
+// loader or libc.
+func checkStatic(bin []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("not an ELF binary: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("it is dynamically linked")
+		}
+	}
+	return nil
+}
+
+const dockerfile = `FROM scratch
+COPY limitlab /limitlab
+USER 65534:65534
+ENTRYPOINT ["/limitlab", "workload"]
+`
+
+func buildContext(bin []byte) (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"limitlab", 0o755, bin}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
+}
+
+// followBuild logs the build's progress and returns the error it reports in
+// its JSON message stream, if any.
+func followBuild(r io.Reader, log *slog.Logger) error {
+	dec := json.NewDecoder(r)
+	for {
+		var msg struct {
+			Stream string `json:"stream"`
+			Error  string `json:"error"`
+		}
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if msg.Error != "" {
+			return errors.New(msg.Error)
+		}
+		if s := strings.TrimSpace(msg.Stream); s != "" {
+			log.Info("image build", slog.String("step", s))
+		}
+	}
+}

@@ -1,0 +1,721 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/hub"
+	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// State of a run.
+type State string
+
+const (
+	StateQueued  State = "queued"
+	StateRunning State = "running"
+	StateDone    State = "done"
+	StateFailed  State = "failed"
+	StateStopped State = "stopped"
+)
+
+// Lane states.
+const (
+	LanePending = "pending"
+	LaneRunning = "running"
+	LaneExited  = "exited"
+	LaneSkipped = "skipped"
+)
+
+// LaneResult is a lane as the API and the results table show it.
+type LaneResult struct {
+	Index     int                   `json:"index"`
+	Name      string                `json:"name"`
+	Workload  experiments.Workload  `json:"workload"`
+	Unit      string                `json:"unit"`
+	State     string                `json:"state"`
+	Container string                `json:"container,omitempty"`
+	Requested experiments.Resources `json:"requested"`
+	// Applied is read back from the engine after the container is created.
+	Applied   *experiments.Resources `json:"applied,omitempty"`
+	CPULimit  float64                `json:"cpu_limit"`
+	DockerRun string                 `json:"docker_run,omitempty"`
+	Warnings  []string               `json:"warnings,omitempty"`
+	// StartedAt and EndedAt are seconds since the run started.
+	StartedAt        float64 `json:"started_at"`
+	EndedAt          float64 `json:"ended_at"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	UserSeconds      float64 `json:"user_seconds"`
+	SysSeconds       float64 `json:"sys_seconds"`
+	Throughput       float64 `json:"throughput"`
+	Ratio            float64 `json:"ratio"` // wall time over the first lane's
+	ExitCode         *int    `json:"exit_code"`
+	OOMKilled        bool    `json:"oom_killed"`
+	TimedOut         bool    `json:"timed_out"`
+	Periods          uint64  `json:"periods"`
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledSeconds float64 `json:"throttled_seconds"`
+	StatsSource      string  `json:"stats_source,omitempty"`
+	Result           string  `json:"result,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// RunView is a run as the API shows it.
+type RunView struct {
+	ID         string           `json:"id"`
+	Name       string           `json:"name"`
+	Spec       experiments.Spec `json:"spec"`
+	Mode       experiments.Mode `json:"mode"`
+	Duration   float64          `json:"duration_seconds"`
+	State      State            `json:"state"`
+	Error      string           `json:"error,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	Elapsed    float64          `json:"elapsed_seconds"`
+	IntervalMs int64            `json:"interval_ms"`
+	StatsNote  string           `json:"stats_note,omitempty"`
+	Lanes      []LaneResult     `json:"lanes"`
+}
+
+// Message is what the live stream carries: a run view on every change of
+// state, and a batch of samples on every tick.
+type Message struct {
+	Type    string   `json:"type"` // "run" or "samples"
+	Run     *RunView `json:"run,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+}
+
+// reader is anything that takes a reading of a container's counters.
+type reader interface{ Read() (Counters, error) }
+
+// Run is one experiment on the engine.
+type Run struct {
+	id    string
+	plan  experiments.Plan
+	hub   *hub.Hub
+	done  chan struct{}
+	start time.Time
+
+	mu      sync.Mutex
+	view    RunView
+	lanes   []*laneRT
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+// laneRT is a lane's runtime state, guarded by Run.mu.
+type laneRT struct {
+	id       string
+	reader   reader
+	every    time.Duration // how often reader may be read
+	lastRead time.Time
+	prev     Counters
+	hasPrev  bool
+	rate     float64 // workload's last reported rate
+	done     float64 // workload's last reported total
+	summary  *workload.Line
+}
+
+// ID is the run's id.
+func (r *Run) ID() string { return r.id }
+
+// Hub is the run's live fan-out.
+func (r *Run) Hub() *hub.Hub { return r.hub }
+
+// Done is closed when the run has ended and its containers are gone.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// View is a snapshot of the run.
+func (r *Run) View() RunView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.viewLocked()
+}
+
+func (r *Run) viewLocked() RunView {
+	v := r.view
+	v.Lanes = append([]LaneResult(nil), r.view.Lanes...)
+	if !r.start.IsZero() {
+		v.Elapsed = time.Since(r.start).Seconds()
+	}
+	return v
+}
+
+// publishView sends the run's current view to its viewers.
+func (r *Run) publishView() {
+	r.mu.Lock()
+	v := r.viewLocked()
+	r.mu.Unlock()
+	r.publish(Message{Type: "run", Run: &v})
+}
+
+func (r *Run) publish(m Message) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	r.hub.Publish(b)
+}
+
+func (r *Run) setLane(i int, f func(l *LaneResult)) {
+	r.mu.Lock()
+	f(&r.view.Lanes[i])
+	r.mu.Unlock()
+	r.publishView()
+}
+
+// Options configure a Manager.
+type Options struct {
+	Image      string        // the workload image reference
+	Interval   time.Duration // sampling interval; 250ms if zero
+	CgroupRoot string        // /sys/fs/cgroup if empty
+	Host       HostInfo
+	Log        *slog.Logger
+}
+
+// Manager starts runs and keeps them in memory.
+type Manager struct {
+	eng  Engine
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	runs  map[string]*Run
+	order []*Run
+}
+
+// MinInterval and MaxInterval bound the sampling interval; engine stats are
+// never asked for more than once a second.
+const (
+	MinInterval    = 100 * time.Millisecond
+	MaxInterval    = 5 * time.Second
+	engineInterval = time.Second
+)
+
+// NewManager returns a manager for runs on eng.
+func NewManager(eng Engine, opts Options) *Manager {
+	if opts.Interval == 0 {
+		opts.Interval = 250 * time.Millisecond
+	}
+	if opts.CgroupRoot == "" {
+		opts.CgroupRoot = "/sys/fs/cgroup"
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{}}
+}
+
+// Host is what the manager knows of the engine's host.
+func (m *Manager) Host() HostInfo { return m.opts.Host }
+
+// Get finds a run by id.
+func (m *Manager) Get(id string) (*Run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	return r, ok
+}
+
+// List returns every run, newest first.
+func (m *Manager) List() []RunView {
+	m.mu.Lock()
+	runs := append([]*Run(nil), m.order...)
+	m.mu.Unlock()
+	out := make([]RunView, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		out = append(out, runs[i].View())
+	}
+	return out
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Start begins a validated plan and returns at once; the run goes on in the
+// background until it ends, is stopped, or the manager shuts down.
+func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*Run, error) {
+	if m.ctx.Err() != nil {
+		return nil, errors.New("runner: shutting down")
+	}
+	r := &Run{id: newID(), plan: plan, hub: hub.New(0), done: make(chan struct{})}
+	r.view = RunView{
+		ID: r.id, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
+		State: StateQueued, CreatedAt: time.Now().UTC(), IntervalMs: m.opts.Interval.Milliseconds(),
+	}
+	if m.opts.Host.StatsSource == "engine" {
+		r.view.StatsNote = m.opts.Host.StatsNote
+	}
+	for i, l := range plan.Lanes {
+		r.view.Lanes = append(r.view.Lanes, LaneResult{
+			Index: i, Name: l.Name, Workload: l.Workload, Unit: l.Workload.Unit(), State: LanePending,
+			Requested: l.Resources, CPULimit: l.Resources.CPULimit(),
+		})
+		r.lanes = append(r.lanes, &laneRT{})
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	r.cancel = cancel
+	m.mu.Lock()
+	m.runs[r.id] = r
+	m.order = append(m.order, r)
+	m.mu.Unlock()
+	r.publishView()
+	m.wg.Add(1)
+	// The run's goroutine lives until the run has ended and cleaned up.
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		m.execute(ctx, r)
+	}()
+	return r, nil
+}
+
+// Stop asks a run to stop: its containers are killed and it ends as
+// "stopped", with what was measured so far kept.
+func (m *Manager) Stop(id string) error {
+	r, ok := m.Get(id)
+	if !ok {
+		return fmt.Errorf("no run %q", id)
+	}
+	r.mu.Lock()
+	if r.view.State == StateQueued || r.view.State == StateRunning {
+		r.stopped = true
+	}
+	r.mu.Unlock()
+	r.cancel()
+	return nil
+}
+
+// Shutdown stops every run, waits for them to clean up (or for ctx), then
+// removes any labelled container still on the engine.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.cancel()
+	waited := make(chan struct{})
+	go func() { m.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+	}
+	_, err := Reap(context.WithoutCancel(ctx), m.eng, "", m.log)
+	return err
+}
+
+// execute runs a plan to its end.
+func (m *Manager) execute(ctx context.Context, r *Run) {
+	defer close(r.done)
+	defer r.hub.Close()
+	log := m.log.With(slog.String("run", r.id))
+
+	r.mu.Lock()
+	r.view.State = StateRunning
+	r.start = time.Now()
+	r.mu.Unlock()
+	r.publishView()
+
+	// Every container is created before any starts, so an engine that
+	// refuses one lane's config starts nothing.
+	failed := m.createAll(ctx, r)
+	defer m.removeAll(r, log)
+	if failed {
+		m.finish(r, StateFailed, "the engine refused a lane: nothing was started")
+		return
+	}
+
+	sctx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	// The sampler lives until every lane has ended.
+	go func() {
+		defer sampling.Done()
+		m.sample(sctx, r)
+	}()
+
+	if r.plan.Mode == experiments.Sequential {
+		for i := range r.plan.Lanes {
+			if ctx.Err() != nil {
+				r.setLane(i, func(l *LaneResult) { l.State = LaneSkipped })
+				continue
+			}
+			m.runLane(ctx, r, i, log)
+		}
+	} else {
+		var lanes sync.WaitGroup
+		for i := range r.plan.Lanes {
+			lanes.Add(1)
+			go func() {
+				defer lanes.Done()
+				m.runLane(ctx, r, i, log)
+			}()
+		}
+		lanes.Wait()
+	}
+	stopSampling()
+	sampling.Wait()
+
+	r.mu.Lock()
+	stopped := r.stopped
+	var laneErr string
+	for _, l := range r.view.Lanes {
+		if l.Error != "" && laneErr == "" {
+			laneErr = fmt.Sprintf("lane %d (%s): %s", l.Index, l.Name, l.Error)
+		}
+	}
+	r.mu.Unlock()
+	switch {
+	case stopped:
+		m.finish(r, StateStopped, "")
+	case ctx.Err() != nil:
+		m.finish(r, StateStopped, "the server is shutting down")
+	case laneErr != "":
+		m.finish(r, StateFailed, laneErr)
+	default:
+		m.finish(r, StateDone, "")
+	}
+}
+
+func (m *Manager) finish(r *Run, s State, msg string) {
+	r.mu.Lock()
+	r.view.State = s
+	r.view.Error = msg
+	first := r.view.Lanes[0].WallSeconds
+	for i := range r.view.Lanes {
+		if l := &r.view.Lanes[i]; first > 0 && l.WallSeconds > 0 {
+			l.Ratio = l.WallSeconds / first
+		}
+	}
+	r.mu.Unlock()
+	r.publishView()
+}
+
+// createAll creates every lane's container and reads back what the engine
+// applied. It reports whether any lane failed.
+func (m *Manager) createAll(ctx context.Context, r *Run) bool {
+	failed := false
+	for i, l := range r.plan.Lanes {
+		res, err := m.eng.ContainerCreate(ctx, createOptions(r.id, i, l, m.opts.Image))
+		if err != nil {
+			failed = true
+			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: " + err.Error() })
+			break
+		}
+		r.mu.Lock()
+		r.lanes[i].id = res.ID
+		r.mu.Unlock()
+		ins, err := m.eng.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			failed = true
+			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: inspect: " + err.Error() })
+			break
+		}
+		applied := appliedResources(ins.Container.HostConfig.Resources)
+		r.setLane(i, func(lr *LaneResult) {
+			lr.Container = res.ID[:12]
+			lr.Applied = &applied
+			lr.CPULimit = applied.CPULimit()
+			lr.Warnings = res.Warnings
+			lr.DockerRun = experiments.DockerRun(ImageRepo, l.Workload, applied)
+		})
+	}
+	return failed
+}
+
+// removeAll removes the run's containers, even when the run was cancelled.
+func (m *Manager) removeAll(r *Run, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	var ids []string
+	for _, l := range r.lanes {
+		if l.id != "" {
+			ids = append(ids, l.id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		if _, err := m.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			log.Warn("remove container", slog.String("id", id[:12]), slog.Any("err", err))
+		}
+	}
+}
+
+// runLane starts lane i, follows it until it exits (killing it at the run's
+// duration or when the run is stopped) and records its results.
+func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) {
+	r.mu.Lock()
+	rt := r.lanes[i]
+	id := rt.id
+	r.mu.Unlock()
+	// Waiting must outlive ctx: after a stop the lane is killed and its
+	// exit still has to be collected.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
+	defer wcancel()
+	wait := m.eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	if _, err := m.eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		r.setLane(i, func(l *LaneResult) { l.State = LaneExited; l.Error = "engine: start: " + err.Error() })
+		return
+	}
+	started := time.Since(r.start).Seconds()
+	pid := 0
+	if ins, err := m.eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
+		pid = ins.Container.State.Pid
+	}
+	rd, every, source := m.newReader(ctx, id, pid)
+	first, ferr := rd.Read()
+	r.mu.Lock()
+	rt.reader, rt.every = rd, every
+	if ferr == nil {
+		rt.prev, rt.hasPrev, rt.lastRead = first, true, first.At
+	}
+	r.mu.Unlock()
+	r.setLane(i, func(l *LaneResult) { l.State = LaneRunning; l.StartedAt = started; l.StatsSource = source })
+
+	var stderr bytes.Buffer
+	logsDone := make(chan struct{})
+	// The log follower lives until the container's output ends (it exits).
+	go func() {
+		defer close(logsDone)
+		m.followLogs(wctx, r, rt, id, &stderr)
+	}()
+
+	timer := time.NewTimer(r.plan.Duration)
+	defer timer.Stop()
+	timedOut, stopped := false, false
+	stop := ctx.Done()
+	var exit container.WaitResponse
+	var waitErr error
+	for waiting := true; waiting; {
+		select {
+		case exit = <-wait.Result:
+			waiting = false
+		case waitErr = <-wait.Error:
+			waiting = false
+		case <-timer.C:
+			timedOut = true
+			m.kill(id, log)
+		case <-stop:
+			stopped, stop = true, nil // keep waiting for the exit
+			m.kill(id, log)
+		}
+	}
+	select {
+	case <-logsDone:
+	case <-time.After(5 * time.Second):
+	}
+	ended := time.Since(r.start).Seconds()
+
+	ins, ierr := m.eng.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
+	r.mu.Lock()
+	l := &r.view.Lanes[i]
+	l.State, l.EndedAt, l.TimedOut = LaneExited, ended, timedOut
+	code := int(exit.StatusCode)
+	if waitErr == nil {
+		l.ExitCode = &code
+	} else {
+		l.Error = "engine: wait: " + waitErr.Error()
+	}
+	if ierr == nil && ins.Container.State != nil {
+		st := ins.Container.State
+		l.OOMKilled = st.OOMKilled
+		if l.ExitCode == nil {
+			c := st.ExitCode
+			l.ExitCode = &c
+		}
+		if s, f := parseTime(st.StartedAt), parseTime(st.FinishedAt); !s.IsZero() && f.After(s) {
+			l.WallSeconds = f.Sub(s).Seconds()
+		}
+	}
+	last := rt.prev
+	l.Periods, l.ThrottledPeriods = last.Periods, last.ThrottledPeriods
+	l.ThrottledSeconds = float64(last.ThrottledNs) / 1e9
+	l.UserSeconds, l.SysSeconds = float64(last.UserNs)/1e9, float64(last.SysNs)/1e9
+	if s := rt.summary; s != nil {
+		// The workload's own account is exact; the container's times
+		// include the runtime's start-up.
+		l.WallSeconds, l.UserSeconds, l.SysSeconds = s.WallS, s.UserS, s.SysS
+		l.Throughput = s.Throughput
+		l.Result = s.Result
+	} else if l.WallSeconds > 0 {
+		l.Throughput = rt.done / l.WallSeconds
+	}
+	if l.ExitCode != nil && *l.ExitCode != 0 && !timedOut && !stopped && !l.OOMKilled {
+		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
+			l.Error = string(msg)
+		}
+	}
+	rt.reader = nil
+	r.mu.Unlock()
+	r.publishView()
+}
+
+func (m *Manager) kill(id string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		log.Debug("kill container", slog.String("id", id[:12]), slog.Any("err", err))
+	}
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() < 2000 {
+		return time.Time{}
+	}
+	return t
+}
+
+// newReader picks how a container's counters are read: its cgroup files if
+// the server can see them, else the engine's one-shot stats, at most once a
+// second.
+func (m *Manager) newReader(ctx context.Context, id string, pid int) (reader, time.Duration, string) {
+	if m.opts.Host.StatsSource == "cgroup" {
+		if cg, err := FindCgroup(m.opts.CgroupRoot, id, pid); err == nil {
+			return cg, 0, "cgroup"
+		} else {
+			m.log.Warn("cgroup files not found, using engine stats", slog.String("id", id[:12]), slog.Any("err", err))
+		}
+	}
+	return &engineReader{ctx: ctx, eng: m.eng, id: id}, engineInterval, "engine"
+}
+
+// engineReader takes one-shot stats from the engine.
+type engineReader struct {
+	ctx context.Context
+	eng Engine
+	id  string
+}
+
+func (e *engineReader) Read() (Counters, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	res, err := e.eng.ContainerStats(ctx, e.id, client.ContainerStatsOptions{})
+	if err != nil {
+		return Counters{}, err
+	}
+	defer res.Body.Close()
+	var s container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&s); err != nil {
+		return Counters{}, err
+	}
+	if s.Read.IsZero() || s.CPUStats.CPUUsage.TotalUsage == 0 && s.PidsStats.Current == 0 {
+		return Counters{}, errors.New("container is not running")
+	}
+	c := countersFromEngine(s)
+	if c.At.IsZero() {
+		c.At = time.Now()
+	}
+	return c, nil
+}
+
+// followLogs reads the workload's JSON lines and keeps its latest progress
+// and final summary on the lane.
+func (m *Manager) followLogs(ctx context.Context, r *Run, rt *laneRT, id string, stderr *bytes.Buffer) {
+	logs, err := m.eng.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		return
+	}
+	defer logs.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &limitedWriter{buf: stderr, max: 4096}, logs)
+		pw.CloseWithError(err)
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		var line workload.Line
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if line.Final {
+			rt.summary = &line
+			rt.done = line.Done
+		} else {
+			rt.rate, rt.done = line.Rate, line.Done
+		}
+		r.mu.Unlock()
+	}
+	_ = pr.Close()
+}
+
+// limitedWriter keeps the first max bytes written to it.
+type limitedWriter struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// sample reads every running lane each interval and publishes one batch.
+// It is the only reader of the lanes' counters, whatever the number of
+// viewers.
+func (m *Manager) sample(ctx context.Context, r *Run) {
+	t := time.NewTicker(m.opts.Interval)
+	defer t.Stop()
+	type job struct {
+		i  int
+		rd reader
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var jobs []job
+			r.mu.Lock()
+			for i, l := range r.lanes {
+				if l.reader != nil && now.Sub(l.lastRead) >= l.every-m.opts.Interval/2 {
+					jobs = append(jobs, job{i, l.reader})
+				}
+			}
+			r.mu.Unlock()
+			var batch []Sample
+			for _, j := range jobs {
+				c, err := j.rd.Read() // outside the lock: engine stats can take a while
+				if err != nil {
+					continue
+				}
+				r.mu.Lock()
+				l := r.lanes[j.i]
+				if l.reader == j.rd && l.hasPrev {
+					s := MakeSample(j.i, c.At.Sub(r.start).Seconds(), l.prev, c)
+					s.Throughput = l.rate
+					batch = append(batch, s)
+				}
+				if l.reader == j.rd {
+					l.prev, l.hasPrev, l.lastRead = c, true, c.At
+				}
+				r.mu.Unlock()
+			}
+			if len(batch) > 0 {
+				r.publish(Message{Type: "samples", Samples: batch})
+			}
+		}
+	}
+}

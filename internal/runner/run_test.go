@@ -1,0 +1,221 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/client"
+)
+
+func newTestManager(t *testing.T) *Manager {
+	t.Helper()
+	eng, image, host := engine(t)
+	m := NewManager(eng, Options{Image: image, Host: host, Log: slog.Default()})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	return m
+}
+
+// startSpec validates a JSON spec and starts it.
+func startSpec(t *testing.T, m *Manager, specJSON string) *Run {
+	t.Helper()
+	spec, errs := experiments.Parse([]byte(specJSON))
+	if errs != nil {
+		t.Fatalf("parse: %v", errs)
+	}
+	plan, errs := experiments.Validate(spec, m.Host().Experiments())
+	if errs != nil {
+		t.Fatalf("validate: %v", errs)
+	}
+	r, err := m.Start(spec, plan)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return r
+}
+
+func waitDone(t *testing.T, r *Run, within time.Duration) RunView {
+	t.Helper()
+	select {
+	case <-r.Done():
+	case <-time.After(within):
+		t.Fatalf("run %s did not end within %s: %+v", r.ID(), within, r.View())
+	}
+	return r.View()
+}
+
+func TestSequentialCPUsLadder(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "cpus ladder", "mode": "sequential", "duration": "60s",
+	  "lanes": [{"name": "cpus=1",  "workload": {"kind": "md5", "mb": 500}, "limits": {"cpus": "1"}},
+	            {"name": "cpus=.5", "workload": {"kind": "md5", "mb": 500}, "limits": {"cpus": "0.5"}}]}`)
+
+	// While a lane runs its container is labelled with the run.
+	waitFor(t, 30*time.Second, "a running lane", func() bool { return r.View().Lanes[0].State != LanePending })
+	v := waitDone(t, r, 2*time.Minute)
+	if v.State != StateDone {
+		t.Fatalf("state = %s (%s), want done", v.State, v.Error)
+	}
+	for i, want := range []int64{1e9, 5e8} {
+		l := v.Lanes[i]
+		if l.Applied == nil || l.Applied.NanoCPUs != want {
+			t.Errorf("lane %d: applied NanoCPUs = %+v, want %d (read back from inspect)", i, l.Applied, want)
+		}
+		if l.ExitCode == nil || *l.ExitCode != 0 {
+			t.Errorf("lane %d: exit code %v, want 0 (%s)", i, l.ExitCode, l.Error)
+		}
+		if l.WallSeconds <= 0 || l.Throughput <= 0 || l.UserSeconds+l.SysSeconds <= 0 {
+			t.Errorf("lane %d: wall %g, throughput %g, cpu %g+%g: want all positive", i, l.WallSeconds, l.Throughput, l.UserSeconds, l.SysSeconds)
+		}
+	}
+	if !strings.Contains(v.Lanes[1].DockerRun, "--cpus 0.5") {
+		t.Errorf("docker_run %q lacks --cpus 0.5", v.Lanes[1].DockerRun)
+	}
+	ratio := v.Lanes[1].WallSeconds / v.Lanes[0].WallSeconds
+	t.Logf("wall: cpus=1 %.2fs, cpus=0.5 %.2fs, ratio %.2f", v.Lanes[0].WallSeconds, v.Lanes[1].WallSeconds, ratio)
+	if math.Abs(ratio-2) > 0.4 {
+		t.Errorf("wall-time ratio = %.2f, want 2.0 within 20%%", ratio)
+	}
+	if math.Abs(v.Lanes[1].Ratio-ratio) > 1e-9 {
+		t.Errorf("lane ratio = %g, want %g", v.Lanes[1].Ratio, ratio)
+	}
+	if v.Lanes[1].ThrottledPeriods == 0 {
+		t.Errorf("cpus=0.5 lane was never throttled: %+v", v.Lanes[1])
+	}
+	if n := labelled(t, r.ID()); n != 0 {
+		t.Errorf("%d containers of the run remain", n)
+	}
+
+	// The history holds sample batches with CPU near each lane's limit.
+	hist, _ := r.Hub().Subscribe()
+	peak := map[int]float64{}
+	for _, b := range hist {
+		var msg Message
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range msg.Samples {
+			peak[s.Lane] = max(peak[s.Lane], s.CPU)
+		}
+	}
+	if peak[0] < 0.7 || peak[1] < 0.35 || peak[1] > 0.75 {
+		t.Errorf("peak CPU per lane = %v: want about 1 and 0.5 cores", peak)
+	}
+}
+
+func TestMemoryLimitOOMKill(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "oom", "duration": "60s",
+	  "lanes": [{"name": "64m", "workload": {"kind": "mem", "mb": 200, "seconds": 5}, "limits": {"memory": "64m"}}]}`)
+	v := waitDone(t, r, time.Minute)
+	l := v.Lanes[0]
+	if !l.OOMKilled {
+		t.Fatalf("oom_killed = false, want true: %+v", l)
+	}
+	if l.Applied == nil || l.Applied.Memory != 64<<20 {
+		t.Errorf("applied memory = %+v, want 64 MiB", l.Applied)
+	}
+	if l.ExitCode == nil || *l.ExitCode != 137 {
+		t.Errorf("exit code = %v, want 137 (SIGKILL)", l.ExitCode)
+	}
+	if n := labelled(t, r.ID()); n != 0 {
+		t.Errorf("%d containers of the run remain", n)
+	}
+}
+
+func TestStopKillsAndRemoves(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "stop me", "mode": "parallel", "duration": "60s",
+	  "lanes": [{"workload": {"kind": "spin", "seconds": 60}}, {"workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "0.25"}}]}`)
+	waitFor(t, 30*time.Second, "both lanes running", func() bool {
+		v := r.View()
+		return v.Lanes[0].State == LaneRunning && v.Lanes[1].State == LaneRunning
+	})
+	if n := labelled(t, r.ID()); n != 2 {
+		t.Errorf("%d labelled containers while running, want 2", n)
+	}
+	if err := m.Stop(r.ID()); err != nil {
+		t.Fatal(err)
+	}
+	v := waitDone(t, r, 30*time.Second)
+	if v.State != StateStopped {
+		t.Errorf("state = %s, want stopped", v.State)
+	}
+	if n := labelled(t, r.ID()); n != 0 {
+		t.Errorf("%d containers remain after stop", n)
+	}
+}
+
+func TestDurationKillsLane(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "short", "duration": "2s",
+	  "lanes": [{"workload": {"kind": "spin", "seconds": 30}}]}`)
+	v := waitDone(t, r, 30*time.Second)
+	if !v.Lanes[0].TimedOut {
+		t.Errorf("lane not marked timed out: %+v", v.Lanes[0])
+	}
+	if v.Lanes[0].EndedAt-v.Lanes[0].StartedAt > 10 {
+		t.Errorf("lane ran %gs past a 2s duration", v.Lanes[0].EndedAt-v.Lanes[0].StartedAt)
+	}
+}
+
+func TestReapRemovesLeftovers(t *testing.T) {
+	eng, image, _ := engine(t)
+	ctx := context.Background()
+	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
+	res, err := eng.ContainerCreate(ctx, createOptions("leftover", 0, plan, image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := labelled(t, "leftover"); n != 1 {
+		t.Fatalf("%d leftover containers, want 1", n)
+	}
+	if _, err := Reap(ctx, eng, "leftover", slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	if n := labelled(t, "leftover"); n != 0 {
+		_, _ = eng.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
+		t.Fatalf("%d leftover containers after reap", n)
+	}
+}
+
+func TestContainerIsHardened(t *testing.T) {
+	eng, image, _ := engine(t)
+	ctx := context.Background()
+	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
+		Resources: experiments.Resources{Memory: 64 << 20}}
+	res, err := eng.ContainerCreate(ctx, createOptions("hardened", 0, plan, image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
+	ins, err := eng.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := ins.Container.HostConfig
+	if hc.Privileged || !hc.ReadonlyRootfs || string(hc.NetworkMode) != "none" || len(hc.Binds) != 0 || len(hc.Mounts) != 0 {
+		t.Errorf("privileged=%v readonly=%v network=%s binds=%v mounts=%v", hc.Privileged, hc.ReadonlyRootfs, hc.NetworkMode, hc.Binds, hc.Mounts)
+	}
+	if len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || len(hc.CapAdd) != 0 {
+		t.Errorf("cap-drop %v cap-add %v, want ALL and none", hc.CapDrop, hc.CapAdd)
+	}
+	if len(hc.SecurityOpt) != 1 || hc.SecurityOpt[0] != "no-new-privileges" {
+		t.Errorf("security-opt %v", hc.SecurityOpt)
+	}
+	if hc.PidsLimit == nil || *hc.PidsLimit != experiments.DefaultPidsLimit {
+		t.Errorf("pids limit %v, want %d", hc.PidsLimit, experiments.DefaultPidsLimit)
+	}
+	if ins.Container.Config.Labels[LabelRun] != "hardened" || ins.Container.Config.User != workloadUser {
+		t.Errorf("labels %v user %q", ins.Container.Config.Labels, ins.Container.Config.User)
+	}
+}

@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+)
+
+// Counters are a container's cumulative resource counters at one instant,
+// whichever way they were read (cgroup v1 or v2 files, or the engine's stats
+// endpoint). Sample turns two of them into rates.
+type Counters struct {
+	At time.Time
+	// CPU time in nanoseconds: total, and split into user and system.
+	CPUNs, UserNs, SysNs uint64
+	// CFS bandwidth control: enforcement periods, periods in which the
+	// group was throttled, and total throttled time.
+	Periods, ThrottledPeriods, ThrottledNs uint64
+	// Memory as the docker CLI shows it: usage minus inactive file cache.
+	MemBytes, MemLimit uint64
+	// Block IO bytes and operations, summed over devices.
+	ReadBytes, WriteBytes, ReadOps, WriteOps uint64
+	Pids                                     uint64
+}
+
+// Sample is what a lane did between two readings of its counters. It is what
+// the charts draw.
+type Sample struct {
+	Lane int     `json:"lane"`
+	T    float64 `json:"t"` // seconds since the run started
+	// CPU in cores (1.0 is one CPU fully used).
+	CPU      float64 `json:"cpu"`
+	MemBytes uint64  `json:"mem"`
+	MemLimit uint64  `json:"mem_limit,omitempty"`
+	ReadBps  float64 `json:"read_bps"`
+	WriteBps float64 `json:"write_bps"`
+	Pids     uint64  `json:"pids"`
+	// Throttling in this interval: periods throttled, and milliseconds.
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledMs      float64 `json:"throttled_ms"`
+	// Throughput is the workload's own report, in its unit per second.
+	Throughput float64 `json:"throughput"`
+}
+
+// delta is b-a for counters that only grow; a counter that went backwards
+// (a reset, or a different source) counts as no change.
+func delta(a, b uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
+
+// calculateCPUCores is CPU use in cores between two readings: the docker
+// CLI's calculateCPUPercentUnix without the ×100, and over wall time rather
+// than the host's CPU time, so that 1.0 is one full CPU on any host.
+func calculateCPUCores(prev, cur Counters) float64 {
+	dt := cur.At.Sub(prev.At)
+	if dt <= 0 {
+		return 0
+	}
+	return float64(delta(prev.CPUNs, cur.CPUNs)) / float64(dt.Nanoseconds())
+}
+
+// calculateMemUsageUnixNoCache is the docker CLI's formula: usage less the
+// inactive file cache, which the kernel reclaims first. cgroup v1 reports
+// it as total_inactive_file, v2 as inactive_file.
+func calculateMemUsageUnixNoCache(usage uint64, stat map[string]uint64) uint64 {
+	if v, isCgroup1 := stat["total_inactive_file"]; isCgroup1 && v < usage {
+		return usage - v
+	}
+	if v := stat["inactive_file"]; v < usage {
+		return usage - v
+	}
+	return usage
+}
+
+// calculateBlockIO sums block IO entries by operation, matching the op
+// case-insensitively as the docker CLI does ("Read" on v1, "read" on v2).
+func calculateBlockIO(entries []container.BlkioStatEntry) (read, write uint64) {
+	for _, e := range entries {
+		switch strings.ToLower(e.Op) {
+		case "read":
+			read += e.Value
+		case "write":
+			write += e.Value
+		}
+	}
+	return read, write
+}
+
+// rate is a per-second rate of a counter between two readings.
+func rate(a, b uint64, dt time.Duration) float64 {
+	if dt <= 0 {
+		return 0
+	}
+	return float64(delta(a, b)) / dt.Seconds()
+}
+
+// MakeSample computes one lane's sample from two readings.
+func MakeSample(lane int, t float64, prev, cur Counters) Sample {
+	dt := cur.At.Sub(prev.At)
+	return Sample{
+		Lane:             lane,
+		T:                t,
+		CPU:              calculateCPUCores(prev, cur),
+		MemBytes:         cur.MemBytes,
+		MemLimit:         cur.MemLimit,
+		ReadBps:          rate(prev.ReadBytes, cur.ReadBytes, dt),
+		WriteBps:         rate(prev.WriteBytes, cur.WriteBytes, dt),
+		Pids:             cur.Pids,
+		ThrottledPeriods: delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
+		ThrottledMs:      float64(delta(prev.ThrottledNs, cur.ThrottledNs)) / 1e6,
+	}
+}
+
+// countersFromEngine converts the engine's stats response (one-shot or
+// streamed) to Counters; the engine has already read the cgroup files, v1 or
+// v2, on its side.
+func countersFromEngine(s container.StatsResponse) Counters {
+	c := Counters{
+		At:               s.Read,
+		CPUNs:            s.CPUStats.CPUUsage.TotalUsage,
+		UserNs:           s.CPUStats.CPUUsage.UsageInUsermode,
+		SysNs:            s.CPUStats.CPUUsage.UsageInKernelmode,
+		Periods:          s.CPUStats.ThrottlingData.Periods,
+		ThrottledPeriods: s.CPUStats.ThrottlingData.ThrottledPeriods,
+		ThrottledNs:      s.CPUStats.ThrottlingData.ThrottledTime,
+		MemBytes:         calculateMemUsageUnixNoCache(s.MemoryStats.Usage, s.MemoryStats.Stats),
+		MemLimit:         s.MemoryStats.Limit,
+		Pids:             s.PidsStats.Current,
+	}
+	c.ReadBytes, c.WriteBytes = calculateBlockIO(s.BlkioStats.IoServiceBytesRecursive)
+	c.ReadOps, c.WriteOps = calculateBlockIO(s.BlkioStats.IoServicedRecursive)
+	return c
+}
