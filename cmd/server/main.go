@@ -1,13 +1,155 @@
+// Command server runs the Limit Lab dashboard. The same binary is the
+// workload program inside the experiment containers: `server workload ...`.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
+	"github.com/limitlab/limitlab"
+	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/limitlab/limitlab/web"
+	"github.com/moby/moby/client"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "workload" {
 		os.Exit(workload.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "limitlab:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	addr         string
+	allowHosts   string
+	allowOrigins string
+	interval     time.Duration
+	cgroupRoot   string
+	workloadBin  string
+	verbose      bool
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("limitlab", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to open the dashboard to the network for a workshop")
+	fs.StringVar(&c.allowHosts, "allow-host", "", "comma-separated extra Host names to answer to (on loopback only localhost, 127.0.0.1 and ::1 are accepted)")
+	fs.StringVar(&c.allowOrigins, "allow-origin", "", "comma-separated origin host patterns allowed besides the page's own (e.g. slides.example.com)")
+	fs.DurationVar(&c.interval, "sample", 250*time.Millisecond, "stats sampling interval, from 100ms to 5s")
+	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")
+	fs.StringVar(&c.workloadBin, "workload-bin", "", "static binary to put in the workload image (default: this binary)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval {
+		return c, fmt.Errorf("-sample %s: must be from %s to %s", c.interval, runner.MinInterval, runner.MaxInterval)
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if cfg.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	eng, err := runner.NewEngine()
+	if err != nil {
+		return fmt.Errorf("docker client: %w", err)
+	}
+	defer eng.Close()
+	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
+	}
+	host, err := runner.ProbeHost(ctx, eng, cfg.cgroupRoot)
+	if err != nil {
+		return err
+	}
+	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
+		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
+	if _, err := runner.Reap(ctx, eng, "", log); err != nil {
+		return err
+	}
+	bin := cfg.workloadBin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	image, err := runner.EnsureImage(ctx, eng, bin, log)
+	if err != nil {
+		return err
+	}
+
+	mgr := runner.NewManager(eng, runner.Options{Image: image, Interval: cfg.interval, CgroupRoot: cfg.cgroupRoot, Host: host, Log: log})
+	hosts := splitList(cfg.allowHosts)
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil {
+		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+			hosts = append(hosts, web.LoopbackHosts...)
+		}
+	}
+	srv := &http.Server{
+		Addr: cfg.addr,
+		Handler: web.NewRouter(web.Deps{
+			Runs: mgr, Static: limitlab.Static(), Log: log,
+			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins),
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	// The listener lives until Shutdown.
+	go func() {
+		log.Info("listening", slog.String("url", "http://"+cfg.addr))
+		errc <- srv.ListenAndServe()
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			_ = mgr.Shutdown(context.Background())
+			return err
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: stopping runs and removing their containers")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Stop the runs first: their end closes the live streams, which
+	// http.Server.Shutdown does not wait for.
+	mgrErr := mgr.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	return mgrErr
 }

@@ -24,7 +24,7 @@ func (w Workload) Unit() string {
 	case KindPrimes:
 		return "events/s"
 	case KindSpin:
-		return "loops/s"
+		return "Mloops/s"
 	case KindMem:
 		return "MB/s"
 	}

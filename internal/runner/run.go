@@ -308,7 +308,7 @@ func (m *Manager) Stop(id string) error {
 }
 
 // Shutdown stops every run, waits for them to clean up (or for ctx), then
-// removes any labelled container still on the engine.
+// removes any container of its runs still on the engine.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.cancel()
 	waited := make(chan struct{})
@@ -317,8 +317,18 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	case <-waited:
 	case <-ctx.Done():
 	}
-	_, err := Reap(context.WithoutCancel(ctx), m.eng, "", m.log)
-	return err
+	// Only this manager's runs: another instance on the same engine (a
+	// test, a second dashboard) keeps its containers.
+	m.mu.Lock()
+	runs := append([]*Run(nil), m.order...)
+	m.mu.Unlock()
+	var errs []error
+	for _, r := range runs {
+		if _, err := Reap(context.WithoutCancel(ctx), m.eng, r.id, m.log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // execute runs a plan to its end.

@@ -28,7 +28,8 @@ type Counters struct {
 // the charts draw.
 type Sample struct {
 	Lane int     `json:"lane"`
-	T    float64 `json:"t"` // seconds since the run started
+	T    float64 `json:"t"`  // seconds since the run started
+	DT   float64 `json:"dt"` // seconds since this lane's previous sample
 	// CPU in cores (1.0 is one CPU fully used).
 	CPU      float64 `json:"cpu"`
 	MemBytes uint64  `json:"mem"`
@@ -104,6 +105,7 @@ func MakeSample(lane int, t float64, prev, cur Counters) Sample {
 	return Sample{
 		Lane:             lane,
 		T:                t,
+		DT:               dt.Seconds(),
 		CPU:              calculateCPUCores(prev, cur),
 		MemBytes:         cur.MemBytes,
 		MemLimit:         cur.MemLimit,

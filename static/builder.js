@@ -1,0 +1,143 @@
+// The experiment builder: lanes as form fields, a spec as JSON, errors
+// shown beside the field they name.
+import { laneColour } from "./colours.js";
+
+const form = document.getElementById("builder");
+const lanesEl = document.getElementById("lanes");
+const template = document.getElementById("lane-template");
+const runErrors = document.getElementById("run-errors");
+const presets = JSON.parse(document.getElementById("presets-data").textContent || "[]");
+const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds", "workload.rate_mb_s"]);
+
+function get(obj, path) {
+  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+}
+
+function showKind(fs) {
+  const kind = fs.querySelector('[data-field="workload.kind"]').value;
+  fs.querySelectorAll("[data-kinds]").forEach((el) => {
+    el.classList.toggle("hidden", !el.dataset.kinds.split(" ").includes(kind));
+  });
+}
+
+function renumber() {
+  lanesEl.querySelectorAll("fieldset.lane").forEach((fs, i) => {
+    fs.querySelector(".lane-no").textContent = i + 1;
+    fs.style.setProperty("--lane-colour", laneColour(i));
+    fs.dataset.lane = i;
+  });
+}
+
+function addLane(lane = { workload: { kind: "md5" } }) {
+  const fs = template.content.firstElementChild.cloneNode(true);
+  fs.querySelectorAll("[data-field]").forEach((input) => {
+    const f = input.dataset.field;
+    const v = f.startsWith("workload.") || f === "name" ? get(lane, f) : get(lane.limits || {}, f);
+    if (v !== undefined && v !== null) input.value = v;
+  });
+  fs.querySelector('[data-field="workload.kind"]').addEventListener("change", () => showKind(fs));
+  fs.querySelector(".remove-lane").addEventListener("click", () => { fs.remove(); renumber(); });
+  lanesEl.appendChild(fs);
+  showKind(fs);
+  renumber();
+}
+
+function load(spec) {
+  form.elements.name.value = spec.name || "";
+  form.elements.mode.value = spec.mode || "parallel";
+  form.elements.duration.value = spec.duration || "60s";
+  lanesEl.replaceChildren();
+  (spec.lanes || []).forEach(addLane);
+  clearErrors();
+}
+
+function readSpec() {
+  const spec = {
+    name: form.elements.name.value,
+    mode: form.elements.mode.value,
+    duration: form.elements.duration.value,
+    lanes: [],
+  };
+  lanesEl.querySelectorAll("fieldset.lane").forEach((fs) => {
+    const lane = { name: "", workload: {}, limits: {} };
+    const kind = fs.querySelector('[data-field="workload.kind"]').value;
+    fs.querySelectorAll("[data-field]").forEach((input) => {
+      const f = input.dataset.field;
+      const v = input.value.trim();
+      if (v === "") return;
+      const holder = input.closest("[data-kinds]");
+      if (holder && !holder.dataset.kinds.split(" ").includes(kind)) return;
+      if (f === "name") lane.name = v;
+      else if (f.startsWith("workload.")) lane.workload[f.slice(9)] = numeric.has(f) ? Number(v) : v;
+      else lane.limits[f] = v;
+    });
+    spec.lanes.push(lane);
+  });
+  return spec;
+}
+
+function clearErrors() {
+  runErrors.replaceChildren();
+  form.querySelectorAll(".invalid").forEach((el) => el.classList.remove("invalid"));
+  form.querySelectorAll(".field-error").forEach((el) => el.remove());
+}
+
+function showErrors(errors) {
+  clearErrors();
+  for (const e of errors) {
+    const li = document.createElement("li");
+    li.textContent = e.lane >= 0 ? `lane ${e.lane + 1} · ${e.field}: ${e.message}` : `${e.field}: ${e.message}`;
+    runErrors.appendChild(li);
+    const scope = e.lane >= 0 ? lanesEl.querySelector(`fieldset.lane[data-lane="${e.lane}"]`) : form.querySelector(".row");
+    const input = scope && scope.querySelector(`[data-field="${CSS.escape(e.field)}"]`);
+    if (input) {
+      input.classList.add("invalid");
+      const msg = document.createElement("span");
+      msg.className = "field-error";
+      msg.textContent = e.message;
+      input.insertAdjacentElement("afterend", msg);
+    }
+  }
+}
+
+form.addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const button = document.getElementById("run");
+  button.disabled = true;
+  try {
+    const res = await fetch("/api/runs", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(readSpec()),
+    });
+    const body = await res.json();
+    if (res.status === 201) {
+      location.href = `/runs/${body.id}`;
+      return;
+    }
+    showErrors(body.errors || [{ lane: -1, field: "server", message: body.error || res.statusText }]);
+  } catch (err) {
+    showErrors([{ lane: -1, field: "network", message: String(err) }]);
+  } finally {
+    button.disabled = false;
+  }
+});
+
+document.getElementById("add-lane").addEventListener("click", () => addLane());
+document.querySelectorAll("button.preset").forEach((b) => {
+  b.addEventListener("click", () => {
+    const p = presets.find((p) => p.id === b.dataset.preset);
+    if (p) load(p.spec);
+  });
+});
+
+// ?from=<run id> opens an earlier run's spec; ?preset=<id> a ready one.
+const params = new URLSearchParams(location.search);
+if (params.get("from")) {
+  fetch(`/api/runs/${encodeURIComponent(params.get("from"))}`)
+    .then((r) => (r.ok ? r.json() : Promise.reject(r.statusText)))
+    .then((run) => load(run.spec))
+    .catch(() => load(presets[0].spec));
+} else {
+  load((presets.find((p) => p.id === params.get("preset")) || presets[0]).spec);
+}

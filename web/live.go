@@ -1,0 +1,72 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+)
+
+// live streams a run over a websocket: on connect the run's history so far,
+// then every new message until the run ends. A viewer that falls behind is
+// dropped by the hub and closed with a policy-violation status; it can
+// reconnect and get the history again.
+func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
+	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
+	if !ok {
+		http.Error(w, "no such run", http.StatusNotFound)
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
+	if err != nil {
+		return // Accept has written the response
+	}
+	defer c.CloseNow()
+	// Viewers send nothing; CloseRead handles their close and pings.
+	ctx := c.CloseRead(r.Context())
+
+	history, sub := run.Hub().Subscribe()
+	defer sub.Unsubscribe()
+	for _, msg := range history {
+		if err := h.write(ctx, c, msg); err != nil {
+			h.logWriteErr(err)
+			return
+		}
+	}
+	for {
+		select {
+		case msg, open := <-sub.C:
+			if !open {
+				if sub.Dropped() {
+					c.Close(websocket.StatusPolicyViolation, "fell behind the live stream; reconnect for the history")
+					return
+				}
+				c.Close(websocket.StatusNormalClosure, "run ended")
+				return
+			}
+			if err := h.write(ctx, c, msg); err != nil {
+				h.logWriteErr(err)
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (h *handlers) write(ctx context.Context, c *websocket.Conn, msg []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, h.WriteTimeout)
+	defer cancel()
+	return c.Write(ctx, websocket.MessageText, msg)
+}
+
+// logWriteErr logs a failed write unless it is a viewer going away.
+func (h *handlers) logWriteErr(err error) {
+	if errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1 {
+		return
+	}
+	h.Log.Debug("live: write", slog.Any("err", err))
+}

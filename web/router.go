@@ -1,0 +1,139 @@
+// Package web serves Limit Lab's pages, its JSON API and the live stream of
+// a run. It renders and routes; the experiments and runner packages decide.
+package web
+
+import (
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// Runs is what the handlers need of the runner.
+type Runs interface {
+	Host() runner.HostInfo
+	Start(spec experiments.Spec, plan experiments.Plan) (*runner.Run, error)
+	Get(id string) (*runner.Run, bool)
+	List() []runner.RunView
+	Stop(id string) error
+}
+
+// Deps are the router's collaborators and settings.
+type Deps struct {
+	Runs   Runs
+	Static fs.FS // the static/ tree: CSS, JS, vendor/uPlot
+	Log    *slog.Logger
+	// AllowedHosts are the Host header names accepted (any port). Empty
+	// accepts any host: the server then listens on a network for a
+	// workshop. On loopback it guards against DNS rebinding.
+	AllowedHosts []string
+	// AllowedOrigins are origin host patterns (as coder/websocket matches
+	// them) allowed besides the page's own origin.
+	AllowedOrigins []string
+	// WriteTimeout bounds each websocket write.
+	WriteTimeout time.Duration
+}
+
+// NewRouter builds the whole HTTP surface; tests serve it with httptest.
+func NewRouter(d Deps) http.Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.WriteTimeout == 0 {
+		d.WriteTimeout = 5 * time.Second
+	}
+	h := &handlers{Deps: d}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(h.checkHost)
+	r.Use(h.checkOrigin)
+
+	// The live stream sits outside the timeout group: it lasts the run.
+	r.Get("/api/runs/{id}/live", h.live)
+
+	r.Group(func(r chi.Router) {
+		r.Use(middleware.Timeout(30 * time.Second))
+		r.Get("/", h.home)
+		r.Get("/runs/{id}", h.runPage)
+		r.Get("/runs/{id}/results", h.resultsFragment)
+		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
+
+		r.Route("/api", func(r chi.Router) {
+			r.Get("/host", h.apiHost)
+			r.Get("/presets", h.apiPresets)
+			r.Get("/runs", h.apiListRuns)
+			r.Post("/runs", h.apiCreateRun)
+			r.Get("/runs/{id}", h.apiGetRun)
+			r.Post("/runs/{id}/stop", h.apiStopRun)
+		})
+	})
+	return r
+}
+
+type handlers struct {
+	Deps
+}
+
+// LoopbackHosts are the Host names a loopback listener answers to.
+var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// checkHost refuses requests whose Host header is not an allowed name, so
+// that a web page on another name cannot reach a loopback dashboard through
+// DNS rebinding.
+func (h *handlers) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(h.AllowedHosts) > 0 && !slices.Contains(h.AllowedHosts, hostName(r.Host)) {
+			http.Error(w, "host not allowed: "+r.Host, http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin refuses state-changing requests from other origins: the
+// server holds the Docker socket, so a page elsewhere must not start or
+// stop runs through the user's browser.
+func (h *handlers) checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin, r.Host) {
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: " + origin})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handlers) originAllowed(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	for _, p := range h.AllowedOrigins {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func hostName(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return strings.Trim(h, "[]")
+	}
+	return strings.Trim(hostport, "[]")
+}
