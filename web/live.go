@@ -15,7 +15,7 @@ import (
 // dropped by the hub and closed with a policy-violation status; it can
 // reconnect and get the history again.
 func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
-	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
+	feed, ok := h.Runs.Feed(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
@@ -28,7 +28,7 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
 	// Viewers send nothing; CloseRead handles their close and pings.
 	ctx := c.CloseRead(r.Context())
 
-	history, sub := run.Hub().Subscribe()
+	history, sub := feed.Subscribe()
 	defer sub.Unsubscribe()
 	for _, msg := range history {
 		if err := h.write(ctx, c, msg); err != nil {

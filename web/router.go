@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -26,6 +27,8 @@ type Runs interface {
 	Get(id string) (*runner.Run, bool)
 	List() []runner.RunView
 	Stop(id string) error
+	// Feed is a run's live stream: its history, then each new message.
+	Feed(id string) (*hub.Hub, bool)
 }
 
 // Deps are the router's collaborators and settings.

@@ -235,6 +235,15 @@ func (m *Manager) Get(id string) (*Run, bool) {
 	return r, ok
 }
 
+// Feed is the live fan-out of a run.
+func (m *Manager) Feed(id string) (*hub.Hub, bool) {
+	r, ok := m.Get(id)
+	if !ok {
+		return nil, false
+	}
+	return r.hub, true
+}
+
 // List returns every run, newest first.
 func (m *Manager) List() []RunView {
 	m.mu.Lock()
@@ -331,7 +340,8 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// execute runs a plan to its end.
+// execute runs a plan to its end. The run reaches its final state only
+// after its containers are gone, so a finished run never has any.
 func (m *Manager) execute(ctx context.Context, r *Run) {
 	defer close(r.done)
 	defer r.hub.Close()
@@ -343,13 +353,18 @@ func (m *Manager) execute(ctx context.Context, r *Run) {
 	r.mu.Unlock()
 	r.publishView()
 
+	state, msg := m.runLanes(ctx, r, log)
+	m.removeAll(r, log)
+	m.finish(r, state, msg)
+}
+
+// runLanes creates every lane's container, runs the lanes in the plan's
+// mode, and says how the run ended.
+func (m *Manager) runLanes(ctx context.Context, r *Run, log *slog.Logger) (State, string) {
 	// Every container is created before any starts, so an engine that
 	// refuses one lane's config starts nothing.
-	failed := m.createAll(ctx, r)
-	defer m.removeAll(r, log)
-	if failed {
-		m.finish(r, StateFailed, "the engine refused a lane: nothing was started")
-		return
+	if failed := m.createAll(ctx, r); failed {
+		return StateFailed, "the engine refused a lane: nothing was started"
 	}
 
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -384,24 +399,19 @@ func (m *Manager) execute(ctx context.Context, r *Run) {
 	sampling.Wait()
 
 	r.mu.Lock()
-	stopped := r.stopped
-	var laneErr string
+	defer r.mu.Unlock()
+	switch {
+	case r.stopped:
+		return StateStopped, ""
+	case ctx.Err() != nil:
+		return StateStopped, "the server is shutting down"
+	}
 	for _, l := range r.view.Lanes {
-		if l.Error != "" && laneErr == "" {
-			laneErr = fmt.Sprintf("lane %d (%s): %s", l.Index, l.Name, l.Error)
+		if l.Error != "" {
+			return StateFailed, fmt.Sprintf("lane %d (%s): %s", l.Index, l.Name, l.Error)
 		}
 	}
-	r.mu.Unlock()
-	switch {
-	case stopped:
-		m.finish(r, StateStopped, "")
-	case ctx.Err() != nil:
-		m.finish(r, StateStopped, "the server is shutting down")
-	case laneErr != "":
-		m.finish(r, StateFailed, laneErr)
-	default:
-		m.finish(r, StateDone, "")
-	}
+	return StateDone, ""
 }
 
 func (m *Manager) finish(r *Run, s State, msg string) {

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -9,24 +9,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
 )
 
-func newTestManager(t *testing.T) *Manager {
-	t.Helper()
-	eng, image, host := engine(t)
-	m := NewManager(eng, Options{Image: image, Host: host, Log: slog.Default()})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-	})
-	return m
+func newTestManager(t *testing.T) *runner.Manager { return enginetest.Manager(t) }
+
+func engine(t *testing.T) (*client.Client, string, runner.HostInfo) { return enginetest.Engine(t) }
+
+func labelled(t *testing.T, runID string) int { return enginetest.Labelled(t, runID) }
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	enginetest.WaitFor(t, within, what, cond)
 }
 
 // startSpec validates a JSON spec and starts it.
-func startSpec(t *testing.T, m *Manager, specJSON string) *Run {
+func startSpec(t *testing.T, m *runner.Manager, specJSON string) *runner.Run {
 	t.Helper()
 	spec, errs := experiments.Parse([]byte(specJSON))
 	if errs != nil {
@@ -43,7 +43,7 @@ func startSpec(t *testing.T, m *Manager, specJSON string) *Run {
 	return r
 }
 
-func waitDone(t *testing.T, r *Run, within time.Duration) RunView {
+func waitDone(t *testing.T, r *runner.Run, within time.Duration) runner.RunView {
 	t.Helper()
 	select {
 	case <-r.Done():
@@ -60,9 +60,9 @@ func TestSequentialCPUsLadder(t *testing.T) {
 	            {"name": "cpus=.5", "workload": {"kind": "md5", "mb": 500}, "limits": {"cpus": "0.5"}}]}`)
 
 	// While a lane runs its container is labelled with the run.
-	waitFor(t, 30*time.Second, "a running lane", func() bool { return r.View().Lanes[0].State != LanePending })
+	waitFor(t, 30*time.Second, "a running lane", func() bool { return r.View().Lanes[0].State != runner.LanePending })
 	v := waitDone(t, r, 2*time.Minute)
-	if v.State != StateDone {
+	if v.State != runner.StateDone {
 		t.Fatalf("state = %s (%s), want done", v.State, v.Error)
 	}
 	for i, want := range []int64{1e9, 5e8} {
@@ -99,7 +99,7 @@ func TestSequentialCPUsLadder(t *testing.T) {
 	hist, _ := r.Hub().Subscribe()
 	peak := map[int]float64{}
 	for _, b := range hist {
-		var msg Message
+		var msg runner.Message
 		if err := json.Unmarshal(b, &msg); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestStopKillsAndRemoves(t *testing.T) {
 	  "lanes": [{"workload": {"kind": "spin", "seconds": 60}}, {"workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "0.25"}}]}`)
 	waitFor(t, 30*time.Second, "both lanes running", func() bool {
 		v := r.View()
-		return v.Lanes[0].State == LaneRunning && v.Lanes[1].State == LaneRunning
+		return v.Lanes[0].State == runner.LaneRunning && v.Lanes[1].State == runner.LaneRunning
 	})
 	if n := labelled(t, r.ID()); n != 2 {
 		t.Errorf("%d labelled containers while running, want 2", n)
@@ -147,7 +147,7 @@ func TestStopKillsAndRemoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := waitDone(t, r, 30*time.Second)
-	if v.State != StateStopped {
+	if v.State != runner.StateStopped {
 		t.Errorf("state = %s, want stopped", v.State)
 	}
 	if n := labelled(t, r.ID()); n != 0 {
@@ -172,14 +172,14 @@ func TestReapRemovesLeftovers(t *testing.T) {
 	eng, image, _ := engine(t)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
-	res, err := eng.ContainerCreate(ctx, createOptions("leftover", 0, plan, image))
+	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("leftover", 0, plan, image))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := labelled(t, "leftover"); n != 1 {
 		t.Fatalf("%d leftover containers, want 1", n)
 	}
-	if _, err := Reap(ctx, eng, "leftover", slog.Default()); err != nil {
+	if _, err := runner.Reap(ctx, eng, "leftover", slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if n := labelled(t, "leftover"); n != 0 {
@@ -193,7 +193,7 @@ func TestContainerIsHardened(t *testing.T) {
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
 		Resources: experiments.Resources{Memory: 64 << 20}}
-	res, err := eng.ContainerCreate(ctx, createOptions("hardened", 0, plan, image))
+	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("hardened", 0, plan, image))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestContainerIsHardened(t *testing.T) {
 	if hc.PidsLimit == nil || *hc.PidsLimit != experiments.DefaultPidsLimit {
 		t.Errorf("pids limit %v, want %d", hc.PidsLimit, experiments.DefaultPidsLimit)
 	}
-	if ins.Container.Config.Labels[LabelRun] != "hardened" || ins.Container.Config.User != workloadUser {
+	if ins.Container.Config.Labels[runner.LabelRun] != "hardened" || ins.Container.Config.User != runner.WorkloadUser {
 		t.Errorf("labels %v user %q", ins.Container.Config.Labels, ins.Container.Config.User)
 	}
 }

@@ -1,0 +1,257 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var twoCPUs = Host{NCPU: 2}
+
+func lane(limits Limits) Spec {
+	return Spec{Name: "t", Lanes: []Lane{{Name: "a", Workload: Workload{Kind: KindMD5, MB: 10}, Limits: limits}}}
+}
+
+func TestValidateLimits(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits Limits
+		host   Host
+		want   Resources // checked when wantErr is empty
+		field  string    // the field the error must name
+		msg    string    // a part of the message
+	}{
+		{name: "no limits", want: Resources{PidsLimit: DefaultPidsLimit}},
+		{name: "cpus half", limits: Limits{CPUs: "0.5"}, want: Resources{NanoCPUs: 5e8, PidsLimit: DefaultPidsLimit}},
+		{name: "cpus leading dot", limits: Limits{CPUs: ".25"}, want: Resources{NanoCPUs: 25e7, PidsLimit: DefaultPidsLimit}},
+		{name: "cpus all", limits: Limits{CPUs: "2"}, want: Resources{NanoCPUs: 2e9, PidsLimit: DefaultPidsLimit}},
+		{name: "cpus floor", limits: Limits{CPUs: "0.01"}, want: Resources{NanoCPUs: 1e7, PidsLimit: DefaultPidsLimit}},
+		{name: "cpus below floor", limits: Limits{CPUs: "0.001"}, field: "cpus", msg: "Range of CPUs is from 0.01 to 2.00"},
+		{name: "cpus above host", limits: Limits{CPUs: "3"}, field: "cpus", msg: "as there are only 2 CPUs available"},
+		{name: "cpus not a number", limits: Limits{CPUs: "half"}, field: "cpus", msg: "failed to parse half as a rational number"},
+		{name: "cpus too precise", limits: Limits{CPUs: "0.0000000001"}, field: "cpus", msg: "too precise"},
+		{name: "cpus and period conflict", limits: Limits{CPUs: "1", CPUPeriod: "100000"}, field: "cpus", msg: "Nano CPUs and CPU Period cannot both be set"},
+		{name: "cpus and quota conflict", limits: Limits{CPUs: "1", CPUQuota: "50000"}, field: "cpus", msg: "Nano CPUs and CPU Quota cannot both be set"},
+		{name: "quota and period", limits: Limits{CPUQuota: "50000", CPUPeriod: "100000"}, want: Resources{CPUQuota: 50000, CPUPeriod: 100000, PidsLimit: DefaultPidsLimit}},
+		{name: "period too short", limits: Limits{CPUPeriod: "999"}, field: "cpu-period", msg: "can not be less than 1ms (i.e. 1000) or larger than 1s"},
+		{name: "period too long", limits: Limits{CPUPeriod: "1000001"}, field: "cpu-period", msg: "larger than 1s (i.e. 1000000)"},
+		{name: "period bounds", limits: Limits{CPUPeriod: "1000", CPUQuota: "1000"}, want: Resources{CPUPeriod: 1000, CPUQuota: 1000, PidsLimit: DefaultPidsLimit}},
+		{name: "quota too small", limits: Limits{CPUQuota: "999"}, field: "cpu-quota", msg: "CPU cfs quota can not be less than 1ms (i.e. 1000)"},
+		{name: "shares", limits: Limits{CPUShares: "512"}, want: Resources{CPUShares: 512, PidsLimit: DefaultPidsLimit}},
+		{name: "shares too small", limits: Limits{CPUShares: "1"}, field: "cpu-shares", msg: "from 2 to 262144"},
+		{name: "shares not a number", limits: Limits{CPUShares: "lots"}, field: "cpu-shares", msg: "whole number"},
+		{name: "cpuset", limits: Limits{CpusetCpus: "0,1"}, want: Resources{CpusetCpus: "0,1", PidsLimit: DefaultPidsLimit}},
+		{name: "cpuset range", limits: Limits{CpusetCpus: "0-1"}, want: Resources{CpusetCpus: "0-1", PidsLimit: DefaultPidsLimit}},
+		{name: "cpuset beyond host", limits: Limits{CpusetCpus: "0,2"}, field: "cpuset-cpus", msg: "Requested CPUs are not available - requested 0,2, available: 0-1"},
+		{name: "cpuset malformed", limits: Limits{CpusetCpus: "1-0"}, field: "cpuset-cpus", msg: "Invalid value 1-0 for cpuset cpus"},
+		{name: "memory", limits: Limits{Memory: "64m"}, want: Resources{Memory: 64 << 20, PidsLimit: DefaultPidsLimit}},
+		{name: "memory in bytes", limits: Limits{Memory: "6291456"}, want: Resources{Memory: 6 << 20, PidsLimit: DefaultPidsLimit}},
+		{name: "memory below 6MB", limits: Limits{Memory: "5m"}, field: "memory", msg: "Minimum memory limit allowed is 6MB"},
+		{name: "memory malformed", limits: Limits{Memory: "lots"}, field: "memory", msg: "invalid size: 'lots'"},
+		{name: "swap", limits: Limits{Memory: "64m", MemorySwap: "128m"}, want: Resources{Memory: 64 << 20, MemorySwap: 128 << 20, PidsLimit: DefaultPidsLimit}},
+		{name: "swap unlimited", limits: Limits{Memory: "64m", MemorySwap: "-1"}, want: Resources{Memory: 64 << 20, MemorySwap: -1, PidsLimit: DefaultPidsLimit}},
+		{name: "swap below memory", limits: Limits{Memory: "64m", MemorySwap: "32m"}, field: "memory-swap", msg: "should be larger than memory limit"},
+		{name: "swap without memory", limits: Limits{MemorySwap: "128m"}, field: "memory-swap", msg: "always set the Memory limit"},
+		{name: "reservation", limits: Limits{Memory: "64m", MemoryReservation: "32m"}, want: Resources{Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: DefaultPidsLimit}},
+		{name: "reservation above memory", limits: Limits{Memory: "64m", MemoryReservation: "128m"}, field: "memory-reservation", msg: "can not be less than memory reservation limit"},
+		{name: "reservation below 6MB", limits: Limits{MemoryReservation: "1m"}, field: "memory-reservation", msg: "6MB"},
+		{name: "pids", limits: Limits{PidsLimit: "64"}, want: Resources{PidsLimit: 64}},
+		{name: "pids unlimited refused", limits: Limits{PidsLimit: "-1"}, field: "pids-limit", msg: "from 1 to 32768"},
+		{name: "unsupported on host", limits: Limits{MemorySwap: "128m", Memory: "64m"},
+			host: Host{NCPU: 2, Unsupported: map[string]string{"memory-swap": "no swap accounting"}}, field: "memory-swap", msg: "no swap accounting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := tt.host
+			if host.NCPU == 0 {
+				host = twoCPUs
+			}
+			plan, errs := Validate(lane(tt.limits), host)
+			if tt.field == "" {
+				if errs != nil {
+					t.Fatalf("unexpected errors: %v", errs)
+				}
+				if got := plan.Lanes[0].Resources; got != tt.want {
+					t.Errorf("resources = %+v, want %+v", got, tt.want)
+				}
+				return
+			}
+			if errs == nil {
+				t.Fatalf("no error, want one on %s", tt.field)
+			}
+			for _, e := range errs {
+				if e.Lane == 0 && e.Field == tt.field && strings.Contains(e.Message, tt.msg) {
+					return
+				}
+			}
+			t.Errorf("errors %v: none on lane 0 field %q containing %q", errs, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestValidateSpec(t *testing.T) {
+	md5 := Workload{Kind: KindMD5}
+	tests := []struct {
+		name  string
+		spec  Spec
+		lane  int
+		field string
+		msg   string
+	}{
+		{"no lanes", Spec{}, -1, "lanes", "want 1 to 12 lanes, got 0"},
+		{"too many lanes", Spec{Lanes: make([]Lane, 13)}, -1, "lanes", "got 13"},
+		{"bad mode", Spec{Mode: "serial", Lanes: []Lane{{Workload: md5}}}, -1, "mode", `not "serial"`},
+		{"bad duration", Spec{Duration: "forever", Lanes: []Lane{{Workload: md5}}}, -1, "duration", "invalid duration"},
+		{"duration over cap", Spec{Duration: "11m", Lanes: []Lane{{Workload: md5}}}, -1, "duration", "from 1s to 10m0s"},
+		{"duplicate lane names", Spec{Lanes: []Lane{{Name: "x", Workload: md5}, {Name: "x", Workload: md5}}}, 1, "name", "already the name of lane 0"},
+		{"missing kind", Spec{Lanes: []Lane{{}}}, 0, "workload.kind", "missing"},
+		{"unknown kind", Spec{Lanes: []Lane{{Workload: Workload{Kind: "fio"}}}}, 0, "workload.kind", `unknown workload "fio"`},
+		{"field of another kind", Spec{Lanes: []Lane{{Workload: Workload{Kind: KindMD5, Threads: 2}}}}, 0, "workload.threads", "does not apply to the md5 workload"},
+		{"threads out of range", Spec{Lanes: []Lane{{Workload: md5}, {Workload: Workload{Kind: KindPrimes, Threads: 65}}}}, 1, "workload.threads", "from 1 to 64"},
+		{"negative seconds", Spec{Lanes: []Lane{{Workload: Workload{Kind: KindSpin, Seconds: -1}}}}, 0, "workload.seconds", "from 0 to 600"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := Validate(tt.spec, twoCPUs)
+			for _, e := range errs {
+				if e.Lane == tt.lane && e.Field == tt.field && strings.Contains(e.Message, tt.msg) {
+					return
+				}
+			}
+			t.Errorf("errors %v: none on lane %d field %q containing %q", errs, tt.lane, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	spec := Spec{Mode: "x", Lanes: []Lane{
+		{Workload: Workload{Kind: KindMD5}, Limits: Limits{CPUs: "9", Memory: "1m"}},
+		{Workload: Workload{Kind: "nope"}},
+	}}
+	plan, errs := Validate(spec, twoCPUs)
+	if len(plan.Lanes) != 0 {
+		t.Errorf("a plan came back from an invalid spec: %+v", plan)
+	}
+	want := map[[2]any]bool{{-1, "mode"}: false, {0, "cpus"}: false, {0, "memory"}: false, {1, "workload.kind"}: false}
+	for _, e := range errs {
+		want[[2]any{e.Lane, e.Field}] = true
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("no error for lane %v field %v in %v", k[0], k[1], errs)
+		}
+	}
+}
+
+func TestValidateDefaults(t *testing.T) {
+	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindPrimes}}, {Workload: Workload{Kind: KindSpin}}}}, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if plan.Mode != Parallel || plan.Duration != DefaultDuration || plan.Name == "" {
+		t.Errorf("plan defaults: mode %q duration %s name %q", plan.Mode, plan.Duration, plan.Name)
+	}
+	if l := plan.Lanes[0]; l.Name != "lane 1" || l.Workload.Threads != 1 || l.Workload.Events != 10000 || l.Workload.MaxPrime != 10000 {
+		t.Errorf("primes defaults: %+v", l)
+	}
+	if l := plan.Lanes[1]; l.Name != "lane 2" || l.Workload.Seconds != 10 {
+		t.Errorf("spin defaults: %+v", l)
+	}
+	if _, errs := Validate(Spec{Duration: "90s", Lanes: []Lane{{Workload: Workload{Kind: KindMD5}}}}, twoCPUs); errs != nil {
+		t.Error(errs)
+	}
+	if p, _ := Validate(Spec{Duration: "90s", Lanes: []Lane{{Workload: Workload{Kind: KindMD5}}}}, twoCPUs); p.Duration != 90*time.Second {
+		t.Errorf("duration = %s", p.Duration)
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name  string
+		json  string
+		lane  int
+		field string
+		msg   string
+	}{
+		{"malformed", `{"lanes": [`, -1, "spec", "unexpected EOF"},
+		{"not JSON", `cpus=1`, -1, "spec", "malformed JSON"},
+		{"empty", ``, -1, "spec", "empty body"},
+		{"unknown top field", `{"lanez": []}`, -1, "lanez", "unknown field"},
+		{"unknown limit", `{"lanes": [{"workload": {"kind": "md5"}, "limits": {"cpu_shares": 2}}]}`, 0, "cpu_shares", "unknown field"},
+		{"wrong type", `{"lanes": [{"workload": {"kind": "md5", "mb": "ten"}}]}`, 0, "workload.mb", "want int"},
+		{"second lane", `{"lanes": [{"workload": {"kind": "md5"}}, {"workload": {"kind": "md5", "mb": 1.5}}]}`, 1, "workload.mb", "want int"},
+		{"trailing data", `{"lanes": []} {}`, -1, "spec", "after the JSON value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := Parse([]byte(tt.json))
+			for _, e := range errs {
+				if e.Lane == tt.lane && e.Field == tt.field && strings.Contains(e.Message, tt.msg) {
+					return
+				}
+			}
+			t.Errorf("errors %v: none on lane %d field %q containing %q", errs, tt.lane, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestParseLimitsAsNumbersOrStrings(t *testing.T) {
+	spec, errs := Parse([]byte(`{"lanes": [{"workload": {"kind": "md5"}, "limits": {"cpus": 0.5, "cpu-shares": "512", "memory": "64m", "pids-limit": 100}}]}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	l := spec.Lanes[0].Limits
+	if l.CPUs != "0.5" || l.CPUShares != "512" || l.Memory != "64m" || l.PidsLimit != "100" {
+		t.Errorf("limits = %+v", l)
+	}
+}
+
+func TestDockerRun(t *testing.T) {
+	got := DockerRun("limitlab-workload", Workload{Kind: KindMD5, MB: 30},
+		Resources{NanoCPUs: 5e8, CPUShares: 512, CpusetCpus: "0,1", Memory: 64 << 20, MemorySwap: -1, PidsLimit: 512})
+	want := "docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges --network none " +
+		"--cpus 0.5 --cpu-shares 512 --cpuset-cpus 0,1 --memory 64m --memory-swap -1 --pids-limit 512 " +
+		"limitlab-workload md5 -mb 30"
+	if got != want {
+		t.Errorf("DockerRun =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{64 << 20: "64m", 1 << 30: "1g", 1536: "1536b", 6 << 20: "6m", 3 << 10: "3k", -1: "-1"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestPresetsAreValid(t *testing.T) {
+	if len(Presets()) == 0 {
+		t.Fatal("no presets")
+	}
+	for _, p := range Presets() {
+		t.Run(p.ID, func(t *testing.T) {
+			spec, errs := Parse(p.Spec)
+			if errs != nil {
+				t.Fatal(errs)
+			}
+			if _, errs := Validate(spec, twoCPUs); errs != nil {
+				t.Fatal(errs)
+			}
+		})
+	}
+}
+
+func TestCPULimit(t *testing.T) {
+	for _, tt := range []struct {
+		r    Resources
+		want float64
+	}{
+		{Resources{}, 0}, {Resources{NanoCPUs: 25e7}, 0.25},
+		{Resources{CPUQuota: 50000, CPUPeriod: 100000}, 0.5}, {Resources{CPUQuota: 150000}, 1.5},
+	} {
+		if got := tt.r.CPULimit(); got != tt.want {
+			t.Errorf("%+v.CPULimit() = %g, want %g", tt.r, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+package runner
+
+// Exported for the external tests.
+var (
+	CreateOptions = createOptions
+	WorkloadUser  = workloadUser
+)

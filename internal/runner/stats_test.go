@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+)
+
+func TestCalculateMemUsageUnixNoCache(t *testing.T) {
+	tests := []struct {
+		name  string
+		usage uint64
+		stat  map[string]uint64
+		want  uint64
+	}{
+		{"cgroup v1 subtracts total_inactive_file", 100, map[string]uint64{"total_inactive_file": 30, "inactive_file": 10}, 70},
+		{"cgroup v2 subtracts inactive_file", 100, map[string]uint64{"inactive_file": 30}, 70},
+		{"v1 with more inactive than usage falls to v2 key", 100, map[string]uint64{"total_inactive_file": 300, "inactive_file": 10}, 90},
+		{"nothing to subtract", 100, map[string]uint64{}, 100},
+		{"inactive larger than usage", 10, map[string]uint64{"inactive_file": 30}, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := calculateMemUsageUnixNoCache(tt.usage, tt.stat); got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCalculateBlockIO(t *testing.T) {
+	tests := []struct {
+		name        string
+		entries     []container.BlkioStatEntry
+		read, write uint64
+	}{
+		{"cgroup v1 capitalised ops", []container.BlkioStatEntry{
+			{Major: 8, Op: "Read", Value: 4096}, {Major: 8, Op: "Write", Value: 100}, {Major: 8, Op: "Total", Value: 4196},
+			{Major: 8, Minor: 16, Op: "Read", Value: 4}}, 4100, 100},
+		{"cgroup v2 lower-case ops", []container.BlkioStatEntry{{Op: "read", Value: 7}, {Op: "write", Value: 9}}, 7, 9},
+		{"none", nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, w := calculateBlockIO(tt.entries)
+			if r != tt.read || w != tt.write {
+				t.Errorf("got %d/%d, want %d/%d", r, w, tt.read, tt.write)
+			}
+		})
+	}
+}
+
+func TestCalculateCPUCores(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name      string
+		prev, cur Counters
+		want      float64
+	}{
+		{"one core for a second", Counters{At: t0, CPUNs: 1e9}, Counters{At: t0.Add(time.Second), CPUNs: 2e9}, 1},
+		{"half a core over 250ms", Counters{At: t0}, Counters{At: t0.Add(250 * time.Millisecond), CPUNs: 125e6}, 0.5},
+		{"two cores", Counters{At: t0}, Counters{At: t0.Add(time.Second), CPUNs: 2e9}, 2},
+		{"no time passed", Counters{At: t0}, Counters{At: t0, CPUNs: 5}, 0},
+		{"counter went back", Counters{At: t0, CPUNs: 9e9}, Counters{At: t0.Add(time.Second), CPUNs: 1e9}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := calculateCPUCores(tt.prev, tt.cur); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("got %g, want %g", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMakeSample(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	prev := Counters{At: t0, CPUNs: 1e9, ThrottledPeriods: 10, ThrottledNs: 50e6, WriteBytes: 1 << 20}
+	cur := Counters{At: t0.Add(500 * time.Millisecond), CPUNs: 1.25e9, ThrottledPeriods: 13, ThrottledNs: 80e6,
+		WriteBytes: 2 << 20, MemBytes: 42, MemLimit: 64 << 20, Pids: 3}
+	s := MakeSample(2, 7.5, prev, cur)
+	want := Sample{Lane: 2, T: 7.5, DT: 0.5, CPU: 0.5, MemBytes: 42, MemLimit: 64 << 20, WriteBps: 2 << 20, Pids: 3, ThrottledPeriods: 3, ThrottledMs: 30}
+	if s != want {
+		t.Errorf("sample = %+v\nwant     %+v", s, want)
+	}
+}
+
+// Both layouts hold the same container state, so they must read the same.
+var wantFixture = Counters{
+	CPUNs: 2.5e9, UserNs: 1.5e9, SysNs: 0.9e9,
+	Periods: 40, ThrottledPeriods: 12, ThrottledNs: 600e6,
+	MemBytes: 73400320 - 4194304,
+	ReadBytes: 4096 + 8192, WriteBytes: 1 << 20, ReadOps: 1, WriteOps: 256,
+	Pids: 3,
+}
+
+func TestCgroupFiles(t *testing.T) {
+	tests := []struct {
+		name, root string
+		memLimit   uint64
+		readOps    uint64
+	}{
+		{"v1 cgroupfs driver", "testdata/cgroup-v1", 64 << 20, 1},
+		{"v2 systemd driver", "testdata/cgroup-v2", 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := FindCgroup(tt.root, "abc123", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := wantFixture
+			want.MemLimit, want.ReadOps = tt.memLimit, tt.readOps
+			got.At = time.Time{}
+			if got != want {
+				t.Errorf("read %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	if _, err := FindCgroup("testdata/cgroup-v1", "other", 0); err == nil {
+		t.Error("found a cgroup for a container that has none")
+	}
+}
+
+func TestCountersFromEngine(t *testing.T) {
+	var s container.StatsResponse
+	s.Read = time.Unix(1000, 0)
+	s.CPUStats.CPUUsage.TotalUsage = 2.5e9
+	s.CPUStats.CPUUsage.UsageInUsermode = 1.5e9
+	s.CPUStats.CPUUsage.UsageInKernelmode = 0.9e9
+	s.CPUStats.ThrottlingData = container.ThrottlingData{Periods: 40, ThrottledPeriods: 12, ThrottledTime: 600e6}
+	s.MemoryStats = container.MemoryStats{Usage: 73400320, Stats: map[string]uint64{"total_inactive_file": 4194304}, Limit: 64 << 20}
+	s.BlkioStats.IoServiceBytesRecursive = []container.BlkioStatEntry{{Op: "Read", Value: 4096}, {Op: "Read", Value: 8192}, {Op: "Write", Value: 1 << 20}}
+	s.BlkioStats.IoServicedRecursive = []container.BlkioStatEntry{{Op: "Read", Value: 1}, {Op: "Write", Value: 256}}
+	s.PidsStats.Current = 3
+	got := countersFromEngine(s)
+	want := wantFixture
+	want.At, want.MemLimit = s.Read, 64<<20
+	if got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
