@@ -90,7 +90,7 @@ func TestMakeSample(t *testing.T) {
 var wantFixture = Counters{
 	CPUNs: 2.5e9, UserNs: 1.5e9, SysNs: 0.9e9,
 	Periods: 40, ThrottledPeriods: 12, ThrottledNs: 600e6,
-	MemBytes: 73400320 - 4194304,
+	MemBytes:  73400320 - 4194304,
 	ReadBytes: 4096 + 8192, WriteBytes: 1 << 20, ReadOps: 1, WriteOps: 256,
 	Pids: 3,
 }
