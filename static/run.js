@@ -60,7 +60,7 @@ function buildCharts() {
     });
     limits.forEach(({ lane, limit }) => {
       series.push({ label: `${run.lanes[lane].name} limit`, stroke: laneColour(lane), width: 1, dash: [6, 4],
-        value: () => fmt(limit, m.digits) });
+        points: { show: false }, value: () => fmt(limit, m.digits) });
     });
     const data = [xs, ...run.lanes.map(() => []), ...limits.map(() => [])];
     const width = Math.max(360, box.clientWidth || 600);

@@ -171,12 +171,17 @@ func parseKV(b []byte, m map[string]uint64) {
 	}
 }
 
+// Each reading is stamped right after the CPU counter is read: CPU use is
+// its difference over the stamps' difference, so the two must be taken
+// together even when the sampler is descheduled between files.
+
 func (r *CgroupReader) readV1() (Counters, error) {
-	c := Counters{At: time.Now()}
+	var c Counters
 	var err error
 	if c.CPUNs, err = r.readUint(r.dirs["cpuacct"], "cpuacct.usage"); err != nil {
 		return c, err
 	}
+	c.At = time.Now()
 	kv := map[string]uint64{}
 	if err := r.readKV(r.dirs["cpuacct"], "cpuacct.stat", kv); err == nil {
 		c.UserNs = kv["user"] * (1e9 / clockTicks)
@@ -227,12 +232,13 @@ func parseBlkioV1(b []byte) (read, write uint64) {
 }
 
 func (r *CgroupReader) readV2() (Counters, error) {
-	c := Counters{At: time.Now()}
+	var c Counters
 	d := r.dirs["unified"]
 	kv := map[string]uint64{}
 	if err := r.readKV(d, "cpu.stat", kv); err != nil {
 		return c, err
 	}
+	c.At = time.Now()
 	c.CPUNs, c.UserNs, c.SysNs = kv["usage_usec"]*1000, kv["user_usec"]*1000, kv["system_usec"]*1000
 	c.Periods, c.ThrottledPeriods, c.ThrottledNs = kv["nr_periods"], kv["nr_throttled"], kv["throttled_usec"]*1000
 	usage, _ := r.readUint(d, "memory.current")

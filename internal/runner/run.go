@@ -715,24 +715,35 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 				}
 			}
 			r.mu.Unlock()
+			// Read outside the lock, all lanes at once: an engine stats
+			// call can take a second.
+			counters := make([]Counters, len(jobs))
+			errs := make([]error, len(jobs))
+			var reads sync.WaitGroup
+			for k, j := range jobs {
+				reads.Add(1)
+				go func() {
+					defer reads.Done()
+					counters[k], errs[k] = j.rd.Read()
+				}()
+			}
+			reads.Wait()
 			var batch []Sample
-			for _, j := range jobs {
-				c, err := j.rd.Read() // outside the lock: engine stats can take a while
-				if err != nil {
-					continue
-				}
-				r.mu.Lock()
+			r.mu.Lock()
+			for k, j := range jobs {
 				l := r.lanes[j.i]
-				if l.reader == j.rd && l.hasPrev {
+				if errs[k] != nil || l.reader != j.rd {
+					continue // the lane ended meanwhile
+				}
+				c := counters[k]
+				if l.hasPrev {
 					s := MakeSample(j.i, c.At.Sub(r.start).Seconds(), l.prev, c)
 					s.Throughput = l.rate
 					batch = append(batch, s)
 				}
-				if l.reader == j.rd {
-					l.prev, l.hasPrev, l.lastRead = c, true, c.At
-				}
-				r.mu.Unlock()
+				l.prev, l.hasPrev, l.lastRead = c, true, c.At
 			}
+			r.mu.Unlock()
 			if len(batch) > 0 {
 				r.publish(Message{Type: "samples", Samples: batch})
 			}

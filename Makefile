@@ -1,0 +1,38 @@
+# Limit Lab. `make run` starts the dashboard, `make test` runs every test.
+# Both need a Docker Engine; the tests also need Chromium (see README).
+
+export CGO_ENABLED := 0
+GO ?= go
+
+.PHONY: run test assets build generate bench clean
+
+# The uPlot files come from npm at the version package-lock.json pins.
+static/vendor/uPlot.iife.min.js: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	mkdir -p static/vendor
+	cp node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css static/vendor/
+
+assets: static/vendor/uPlot.iife.min.js
+
+# The server binary is static (CGO_ENABLED=0): it is also the workload
+# program that the FROM scratch workload image runs.
+build: assets
+	$(GO) build -o bin/limitlab ./cmd/server
+
+run: build
+	./bin/limitlab $(ARGS)
+
+generate:
+	$(GO) generate ./web
+
+# -p 1: the packages' experiments measure CPU time on a shared 2-core host
+# and must not run beside each other.
+test: assets
+	$(GO) vet ./...
+	$(GO) test -p 1 -count=1 -timeout 30m ./...
+
+bench: assets
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s ./...
+
+clean:
+	rm -rf bin static/vendor node_modules

@@ -1,0 +1,153 @@
+package web
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's Chromium; LIMITLAB_CHROMIUM overrides it. No
+// test downloads a browser of its own.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("LIMITLAB_CHROMIUM")
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no Chromium at %s: install it with `apt-get install -y chromium` (or set LIMITLAB_CHROMIUM)", p)
+	}
+	return p
+}
+
+// browser starts headless Chromium with a fresh profile.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat("../static/vendor/uPlot.iife.min.js"); err != nil {
+		t.Fatal("static/vendor has no uPlot: run `make assets` (npm ci, then copy) first")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1600),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+// screenshotPath is where the browser tests save what they saw:
+// LIMITLAB_SCREENSHOTS if set, else the test's temporary directory.
+func screenshotPath(t *testing.T, name string) string {
+	dir := os.Getenv("LIMITLAB_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	return filepath.Join(dir, name)
+}
+
+// void drops an action's value so it can join a chromedp.Do sequence.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+// run runs one action that returns a value, failing the test on error.
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestBrowserRunsAnExperiment(t *testing.T) {
+	srv, _ := newServer(t)
+	ctx := browser(t)
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="preset-memory-oom"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="preset-memory-oom"]`)),
+		// The preset's two lanes are in the form.
+		chromedp.WaitVisible(chromedp.CSS(`fieldset.lane[data-lane="1"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
+		// Charts fill while it runs...
+		void(chromedp.Poll[bool](`Number(document.querySelector('[data-testid="charts"]').dataset.points) > 3`,
+			chromedp.WithPollingTimeout(time.Minute))),
+		// ...and the results table arrives when it ends.
+		chromedp.WaitVisible(chromedp.CSS(`table[data-testid="results"][data-state="done"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := run(t, ctx, chromedp.AttributeValue(chromedp.CSS(`[data-testid="charts"]`), "data-points"))
+	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-testid="lane-row"]').length`))
+	oomCell := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=64m"] td.oom`)))
+	dockerRun := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=512m"] td.cmd code`)))
+	shot := run(t, ctx, chromedp.FullScreenshot(100))
+
+	if n, _ := strconv.Atoi(points.Value); n < 4 {
+		t.Errorf("charts hold %q points", points.Value)
+	}
+	if rows != 2 {
+		t.Errorf("%d lane rows, want 2", rows)
+	}
+	if strings.TrimSpace(oomCell) != "yes" {
+		t.Errorf("OOM cell of the 64m lane = %q, want yes", oomCell)
+	}
+	if !strings.Contains(dockerRun, "--memory 512m") {
+		t.Errorf("docker run of the 512m lane = %q", dockerRun)
+	}
+	path := screenshotPath(t, "run.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+func TestBrowserShowsFieldErrors(t *testing.T) {
+	srv, _ := newServer(t)
+	ctx := browser(t)
+	lane0 := `fieldset.lane[data-lane="0"] `
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(lane0+`input[data-field="cpus"]`)),
+		chromedp.SetValue(chromedp.CSS(lane0+`input[data-field="cpus"]`), "99"),
+		chromedp.SetValue(chromedp.CSS(lane0+`input[data-field="memory"]`), "1k"),
+		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-errors li`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := run(t, ctx, chromedp.Text(chromedp.CSS(`#run-errors`)))
+	invalid := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('fieldset.lane[data-lane="0"] input.invalid').length`))
+	for _, want := range []string{"lane 1 · cpus: Range of CPUs", "lane 1 · memory: Minimum memory limit allowed is 6MB"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("error summary %q lacks %q", summary, want)
+		}
+	}
+	if invalid != 2 {
+		t.Errorf("%d inputs marked invalid, want 2", invalid)
+	}
+}
