@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestServerReapsOnStartAndCleansUpOnSIGTERM runs the real binary: it
+// removes a labelled leftover when it starts, and on SIGTERM stops its
+// running experiment and removes its containers before it exits.
+func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
+	eng, image, _ := enginetest.Engine(t)
+	ctx := context.Background()
+
+	// What an earlier instance that died would have left.
+	if _, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, Cmd: []string{"spin"}, Labels: map[string]string{runner.LabelRun: "earlier-instance"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	bin, err := enginetest.BuildBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "-addr", addr)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	base := "http://" + addr
+	enginetest.WaitFor(t, 2*time.Minute, "the server to answer", func() bool {
+		res, err := http.Get(base + "/api/host")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	if n := enginetest.Labelled(t, "earlier-instance"); n != 0 {
+		t.Errorf("%d leftover containers after start-up, want them reaped", n)
+	}
+
+	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(
+		`{"name": "long", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var created struct{ ID string }
+	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
+		t.Fatalf("POST /api/runs: %d %s", res.StatusCode, body)
+	}
+	enginetest.WaitFor(t, time.Minute, "the run's container", func() bool { return enginetest.Labelled(t, created.ID) == 1 })
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("server exited with %v after SIGTERM, want a clean exit", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("server did not exit within a minute of SIGTERM")
+	}
+	if n := enginetest.Labelled(t, created.ID); n != 0 {
+		t.Errorf("%d containers of the run remain after shutdown", n)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"-sample", "10ms"}); err == nil {
+		t.Error("a 10ms sampling interval was accepted")
+	}
+	c, err := parseFlags(nil)
+	if err != nil || c.addr != "127.0.0.1:8080" || c.interval != 250*time.Millisecond {
+		t.Errorf("defaults %+v, %v", c, err)
+	}
+}
