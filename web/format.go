@@ -11,33 +11,8 @@ import (
 // limitsText writes a lane's limits in the CLI's flag names, compactly.
 func limitsText(r experiments.Resources) string {
 	var parts []string
-	add := func(name, v string) { parts = append(parts, name+" "+v) }
-	if r.NanoCPUs > 0 {
-		add("cpus", strconv.FormatFloat(float64(r.NanoCPUs)/1e9, 'f', -1, 64))
-	}
-	if r.CPUShares > 0 {
-		add("cpu-shares", strconv.FormatInt(r.CPUShares, 10))
-	}
-	if r.CpusetCpus != "" {
-		add("cpuset-cpus", r.CpusetCpus)
-	}
-	if r.CPUQuota > 0 {
-		add("cpu-quota", strconv.FormatInt(r.CPUQuota, 10))
-	}
-	if r.CPUPeriod > 0 {
-		add("cpu-period", strconv.FormatInt(r.CPUPeriod, 10))
-	}
-	if r.Memory > 0 {
-		add("memory", experiments.FormatBytes(r.Memory))
-	}
-	if r.MemorySwap != 0 {
-		add("memory-swap", experiments.FormatBytes(r.MemorySwap))
-	}
-	if r.MemoryReservation > 0 {
-		add("memory-reservation", experiments.FormatBytes(r.MemoryReservation))
-	}
-	if r.PidsLimit > 0 {
-		add("pids-limit", strconv.FormatInt(r.PidsLimit, 10))
+	for _, f := range r.Flags() {
+		parts = append(parts, f.Name+" "+f.Value)
 	}
 	if len(parts) == 0 {
 		return "none"

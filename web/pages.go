@@ -6,6 +6,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
 )
 
 type limitField struct{ name, hint string }
@@ -21,19 +22,20 @@ func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
-	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
-	if !ok {
-		http.Error(w, "no such run", http.StatusNotFound)
-		return
-	}
-	templ.Handler(runPage(run.View())).ServeHTTP(w, r)
+	h.renderRun(w, r, runPage)
 }
 
+// resultsFragment is the results table alone, which the run page fetches
+// again whenever the run changes.
 func (h *handlers) resultsFragment(w http.ResponseWriter, r *http.Request) {
+	h.renderRun(w, r, resultsTable)
+}
+
+func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component func(runner.RunView) templ.Component) {
 	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
 	}
-	templ.Handler(resultsTable(run.View())).ServeHTTP(w, r)
+	templ.Handler(component(run.View())).ServeHTTP(w, r)
 }

@@ -5,6 +5,30 @@ import (
 	"strings"
 )
 
+// Flag is one docker run limit flag, without its dashes.
+type Flag struct{ Name, Value string }
+
+// Flags are the limits in r as docker run flags, in the CLI's syntax, in the
+// order the builder lists them; unset limits are left out.
+func (r Resources) Flags() []Flag {
+	var fs []Flag
+	add := func(name string, set bool, v string) {
+		if set {
+			fs = append(fs, Flag{name, v})
+		}
+	}
+	add("cpus", r.NanoCPUs > 0, strconv.FormatFloat(float64(r.NanoCPUs)/1e9, 'f', -1, 64))
+	add("cpu-shares", r.CPUShares > 0, strconv.FormatInt(r.CPUShares, 10))
+	add("cpuset-cpus", r.CpusetCpus != "", r.CpusetCpus)
+	add("cpu-period", r.CPUPeriod > 0, strconv.FormatInt(r.CPUPeriod, 10))
+	add("cpu-quota", r.CPUQuota > 0, strconv.FormatInt(r.CPUQuota, 10))
+	add("memory", r.Memory > 0, FormatBytes(r.Memory))
+	add("memory-swap", r.MemorySwap != 0, FormatBytes(r.MemorySwap))
+	add("memory-reservation", r.MemoryReservation > 0, FormatBytes(r.MemoryReservation))
+	add("pids-limit", r.PidsLimit > 0, strconv.FormatInt(r.PidsLimit, 10))
+	return fs
+}
+
 // DockerRun renders the docker CLI command that starts the same container as
 // a lane, with the limits in res (which should be the ones the engine
 // reports it applied, not the ones asked for), the hardening Limit Lab
@@ -12,33 +36,8 @@ import (
 func DockerRun(image string, w Workload, res Resources) string {
 	args := []string{"docker", "run", "--rm",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--network", "none"}
-	opt := func(flag, v string) { args = append(args, flag, v) }
-	if res.NanoCPUs > 0 {
-		opt("--cpus", strconv.FormatFloat(float64(res.NanoCPUs)/1e9, 'f', -1, 64))
-	}
-	if res.CPUShares > 0 {
-		opt("--cpu-shares", strconv.FormatInt(res.CPUShares, 10))
-	}
-	if res.CpusetCpus != "" {
-		opt("--cpuset-cpus", res.CpusetCpus)
-	}
-	if res.CPUPeriod > 0 {
-		opt("--cpu-period", strconv.FormatInt(res.CPUPeriod, 10))
-	}
-	if res.CPUQuota > 0 {
-		opt("--cpu-quota", strconv.FormatInt(res.CPUQuota, 10))
-	}
-	if res.Memory > 0 {
-		opt("--memory", FormatBytes(res.Memory))
-	}
-	if res.MemorySwap != 0 {
-		opt("--memory-swap", FormatBytes(res.MemorySwap))
-	}
-	if res.MemoryReservation > 0 {
-		opt("--memory-reservation", FormatBytes(res.MemoryReservation))
-	}
-	if res.PidsLimit > 0 {
-		opt("--pids-limit", strconv.FormatInt(res.PidsLimit, 10))
+	for _, f := range res.Flags() {
+		args = append(args, "--"+f.Name, f.Value)
 	}
 	args = append(args, image)
 	args = append(args, w.Args()...)
