@@ -4,7 +4,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test assets build generate bench clean
+.PHONY: run test assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -33,6 +33,11 @@ test: assets
 
 bench: assets
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s ./...
+
+# Runs every CPU lab three times and writes the fidelity table into
+# docs/benchmarks.md (about ten minutes on a 2-core host).
+bench-labs: assets
+	$(GO) run ./cmd/labbench -runs 3 -out docs/benchmarks.md
 
 clean:
 	rm -rf bin static/vendor node_modules

@@ -6,7 +6,7 @@ const form = document.getElementById("builder");
 const lanesEl = document.getElementById("lanes");
 const template = document.getElementById("lane-template");
 const runErrors = document.getElementById("run-errors");
-const presets = JSON.parse(document.getElementById("presets-data").textContent || "[]");
+const labs = JSON.parse(document.getElementById("labs-data").textContent || "[]");
 const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds", "workload.rate_mb_s"]);
 
 function get(obj, path) {
@@ -124,20 +124,20 @@ form.addEventListener("submit", async (ev) => {
 });
 
 document.getElementById("add-lane").addEventListener("click", () => addLane());
-document.querySelectorAll("button.preset").forEach((b) => {
+document.querySelectorAll("button[data-lab]").forEach((b) => {
   b.addEventListener("click", () => {
-    const p = presets.find((p) => p.id === b.dataset.preset);
-    if (p) load(p.spec);
+    const lab = labs.find((l) => l.id === b.dataset.lab);
+    if (lab) load(lab.spec);
   });
 });
 
-// ?from=<run id> opens an earlier run's spec; ?preset=<id> a ready one.
+// ?from=<run id> opens an earlier run's spec; ?lab=<id> a lab's.
 const params = new URLSearchParams(location.search);
 if (params.get("from")) {
   fetch(`/api/runs/${encodeURIComponent(params.get("from"))}`)
     .then((r) => (r.ok ? r.json() : Promise.reject(r.statusText)))
     .then((run) => load(run.spec))
-    .catch(() => load(presets[0].spec));
+    .catch(() => load(labs[0].spec));
 } else {
-  load((presets.find((p) => p.id === params.get("preset")) || presets[0]).spec);
+  load((labs.find((l) => l.id === params.get("lab")) || labs[0]).spec);
 }

@@ -29,9 +29,31 @@ function fmt(v, digits) {
   return v == null || Number.isNaN(v) ? "—" : v.toFixed(digits);
 }
 
+// changeMarkers draws a dashed vertical line, in the lane's colour, at
+// every live limit change.
+function changeMarkers(u) {
+  if (!run || !run.changes) return;
+  const { ctx } = u;
+  const { top, height } = u.bbox;
+  ctx.save();
+  ctx.setLineDash([4, 4]);
+  ctx.lineWidth = 2 * devicePixelRatio;
+  for (const c of run.changes) {
+    const x = u.valToPos(c.at_seconds, "x", true);
+    if (!Number.isFinite(x)) continue;
+    ctx.strokeStyle = laneColour(c.lane);
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, top + height);
+    ctx.stroke();
+  }
+  ctx.restore();
+}
+
 function buildCharts() {
   chartsEl.replaceChildren();
   xs = [];
+  const n = run.lanes.length;
   charts = metrics.map((m) => {
     const box = document.createElement("div");
     box.className = "chart";
@@ -41,36 +63,38 @@ function buildCharts() {
     box.appendChild(h);
     chartsEl.appendChild(box);
     const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];
-    const limits = [];
     run.lanes.forEach((l, i) => {
-      const limit = m.limit ? m.limit(l) : null;
       series.push({
         label: l.name,
         stroke: laneColour(i),
         width: 2,
         spanGaps: false,
         points: { show: false },
-        value: (u, v) => {
+        value: (u, v, si, idx) => {
           if (v == null) return "—";
+          const limit = m.limit && idx != null ? u.data[1 + n + i][idx] : null;
           const pct = limit ? ` (${Math.round((100 * v) / limit)}% of limit)` : "";
           return fmt(v, m.digits) + pct;
         },
       });
-      if (limit) limits.push({ lane: i, limit });
     });
-    limits.forEach(({ lane, limit }) => {
-      series.push({ label: `${run.lanes[lane].name} limit`, stroke: laneColour(lane), width: 1, dash: [6, 4],
-        points: { show: false }, value: () => fmt(limit, m.digits) });
-    });
-    const data = [xs, ...run.lanes.map(() => []), ...limits.map(() => [])];
+    // A limit line per lane, which steps when a live change moves it.
+    if (m.limit) {
+      run.lanes.forEach((l, i) => {
+        series.push({ label: `${l.name} limit`, stroke: laneColour(i), width: 1, dash: [6, 4],
+          points: { show: false }, value: (u, v) => fmt(v, m.digits) });
+      });
+    }
+    const data = [xs, ...run.lanes.map(() => []), ...(m.limit ? run.lanes.map(() => []) : [])];
     const width = Math.max(360, box.clientWidth || 600);
     const u = new uPlot({
       width, height: 220,
       scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
       axes: [{ label: "seconds" }, {}],
       series,
+      hooks: { draw: [changeMarkers] },
     }, data, box);
-    return { m, u, data, limits };
+    return { m, u, data };
   });
 }
 
@@ -93,8 +117,8 @@ function addSamples(samples) {
     run.lanes.forEach((l, i) => {
       const s = byLane.get(i);
       c.data[1 + i].push(s ? c.m.get(s) : null);
+      if (c.m.limit) c.data[1 + run.lanes.length + i].push(s ? c.m.limit(l) : null);
     });
-    c.limits.forEach((lim, j) => c.data[1 + run.lanes.length + j].push(lim.limit));
   });
   redraw();
 }
@@ -118,16 +142,67 @@ function paintSwatches() {
 
 function onRun(view) {
   const first = run === null;
-  const limitsChanged = run && JSON.stringify(run.lanes.map((l) => [l.cpu_limit, l.applied])) !==
-    JSON.stringify(view.lanes.map((l) => [l.cpu_limit, l.applied]));
   run = view;
   stateEl.textContent = view.state;
   stateEl.className = `state ${view.state}`;
   errorEl.textContent = view.error || "";
   stopButton.disabled = terminal.has(view.state);
-  if (first || (limitsChanged && xs.length === 0)) buildCharts();
+  if (first) buildCharts();
+  else redraw(); // markers of new changes
+  showControls(view);
   refreshResults();
 }
+
+// Live limit controls: one form per lane, shown while the lane runs, with
+// the limits the engine applied as placeholders.
+const controls = document.querySelectorAll("form.lane-control");
+
+function showControls(view) {
+  controls.forEach((form) => {
+    const lane = view.lanes[Number(form.dataset.lane)];
+    form.hidden = !lane || lane.state !== "running" || terminal.has(view.state);
+    if (!lane || !lane.applied) return;
+    const a = lane.applied;
+    const current = {
+      "cpus": a.nano_cpus ? String(a.nano_cpus / 1e9) : "",
+      "cpu-shares": a.cpu_shares ? String(a.cpu_shares) : "",
+      "cpuset-cpus": a.cpuset_cpus || "",
+      "memory": a.memory ? `${Math.round(a.memory / MiB)}m` : "",
+      "pids-limit": a.pids_limit ? String(a.pids_limit) : "",
+    };
+    form.querySelectorAll("input[data-field]").forEach((input) => {
+      input.placeholder = current[input.dataset.field] || "none";
+    });
+  });
+}
+
+controls.forEach((form) => {
+  form.querySelectorAll("input[data-mirror]").forEach((slider) => {
+    const field = form.querySelector(`input[data-field="${slider.dataset.mirror}"]`);
+    slider.addEventListener("input", () => { field.value = slider.value; });
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const change = {};
+    form.querySelectorAll("input[data-field]").forEach((input) => {
+      if (input.value.trim() !== "") change[input.dataset.field] = input.value.trim();
+    });
+    const errs = form.querySelector("[data-errors]");
+    errs.textContent = "";
+    const res = await fetch(`/api/runs/${id}/lanes/${form.dataset.lane}/limits`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(change),
+    });
+    const body = await res.json();
+    if (res.ok) {
+      form.querySelectorAll("input[data-field]").forEach((input) => { input.value = ""; });
+      return;
+    }
+    errs.textContent = (body.errors || [{ field: "limits", message: body.error }])
+      .map((e) => `${e.field}: ${e.message}`).join("; ");
+  });
+});
 
 function connect() {
   const proto = location.protocol === "https:" ? "wss" : "ws";

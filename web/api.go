@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
 )
 
 // maxSpecBytes bounds a spec upload; twelve lanes fit in a few KiB.
@@ -29,8 +31,8 @@ func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.Runs.Host())
 }
 
-func (h *handlers) apiPresets(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, experiments.Presets())
+func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"labs": experiments.Labs()})
 }
 
 func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +69,43 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/runs/"+run.ID())
 	writeJSON(w, http.StatusCreated, map[string]string{"id": run.ID()})
+}
+
+// apiUpdateLimits changes a running lane's limits: the body holds the
+// limits to change, with the spec's field names ({"cpus": "0.25"}).
+func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
+	lane, err := strconv.Atoi(chi.URLParam(r, "lane"))
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such lane"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBytes))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
+		return
+	}
+	change, errs := experiments.ParseLimits(body)
+	if errs != nil {
+		for i := range errs {
+			errs[i].Lane = lane
+		}
+		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
+		return
+	}
+	rec, err := h.Runs.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
+	var verrs experiments.Errors
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, rec)
+	case errors.As(err, &verrs):
+		writeJSON(w, http.StatusBadRequest, errorsBody{verrs})
+	case errors.Is(err, runner.ErrNoRun), errors.Is(err, runner.ErrNoLane):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case errors.Is(err, runner.ErrLaneNotRunning):
+		writeJSON(w, http.StatusConflict, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
 }
 
 func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {

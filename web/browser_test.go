@@ -85,9 +85,9 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="preset-memory-oom"]`)),
-		chromedp.Click(chromedp.CSS(`[data-testid="preset-memory-oom"]`)),
-		// The preset's two lanes are in the form.
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="builder-memory-oom"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="builder-memory-oom"]`)),
+		// The lab's two lanes are in the builder's form.
 		chromedp.WaitVisible(chromedp.CSS(`fieldset.lane[data-lane="1"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
@@ -95,7 +95,7 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 		void(chromedp.Poll[bool](`Number(document.querySelector('[data-testid="charts"]').dataset.points) > 3`,
 			chromedp.WithPollingTimeout(time.Minute))),
 		// ...and the results table arrives when it ends.
-		chromedp.WaitVisible(chromedp.CSS(`table[data-testid="results"][data-state="done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="results"][data-state="done"]`)),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +149,54 @@ func TestBrowserShowsFieldErrors(t *testing.T) {
 	}
 	if invalid != 2 {
 		t.Errorf("%d inputs marked invalid, want 2", invalid)
+	}
+}
+
+func TestBrowserRunsALabToItsVerdict(t *testing.T) {
+	srv, _ := newServer(t)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Click(chromedp.CSS(`[data-testid="lab-shares-spare-cpu"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="lab-page"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="verdict"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explanation := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="verdict-explanation"]`)))
+	after := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="lab-after"]`)))
+	if !strings.Contains(explanation, "The CPU allotment model predicts CPU ratios of 1.00 : 1.00") {
+		t.Errorf("verdict explanation %q", explanation)
+	}
+	if !strings.Contains(after, "shares act only when CPU is scarce") {
+		t.Errorf("lab's closing explanation %q", after)
+	}
+}
+
+func TestBrowserChangesLimitsLive(t *testing.T) {
+	srv, _ := newServer(t)
+	status, body := postJSON(t, srv.URL+"/api/runs", `{"name": "live", "duration": "60s",
+	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 6}, "limits": {"cpus": "1"}}]}`)
+	if status != 201 {
+		t.Fatalf("%d %s", status, body)
+	}
+	id := strings.Split(strings.Split(string(body), `"id": "`)[1], `"`)[0]
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/runs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="control-0"] input[data-field="cpus"]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-testid="control-0"] input[data-field="cpus"]`), "0.25"),
+		chromedp.Click(chromedp.CSS(`[data-testid="apply-0"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="change-row"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="change-row"]`)))
+	if !strings.Contains(row, "cpus 0.25") || !strings.Contains(row, "docker update --cpus 0.25") {
+		t.Errorf("change row %q", row)
 	}
 }

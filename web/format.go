@@ -67,3 +67,26 @@ func throttledText(l runner.LaneResult) string {
 }
 
 func gib(n int64) string { return f1(float64(n)/(1<<30)) + " GiB" }
+
+func metricText(m string) string {
+	if m == experiments.MetricWallTime {
+		return "wall time"
+	}
+	return "CPU use"
+}
+
+func percentText(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }
+
+func optF2(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return f2(*v)
+}
+
+func deviationText(measured, predicted float64) string {
+	if predicted == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(100*(measured/predicted-1), 'f', 1, 64) + "%"
+}

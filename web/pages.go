@@ -18,17 +18,18 @@ var limitFields = []limitField{
 }
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
-	templ.Handler(homePage(h.Runs.Host(), experiments.Presets(), h.Runs.List())).ServeHTTP(w, r)
+	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), h.Runs.List())).ServeHTTP(w, r)
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
-	h.renderRun(w, r, runPage)
+	ncpu := h.Runs.Host().NCPU
+	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, ncpu) })
 }
 
 // resultsFragment is the results table alone, which the run page fetches
 // again whenever the run changes.
 func (h *handlers) resultsFragment(w http.ResponseWriter, r *http.Request) {
-	h.renderRun(w, r, resultsTable)
+	h.renderRun(w, r, results)
 }
 
 func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component func(runner.RunView) templ.Component) {
@@ -38,4 +39,31 @@ func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component f
 		return
 	}
 	templ.Handler(component(run.View())).ServeHTTP(w, r)
+}
+
+func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
+	lab, ok := experiments.LabByID(chi.URLParam(r, "id"))
+	if !ok {
+		http.Error(w, "no such lab", http.StatusNotFound)
+		return
+	}
+	host := h.Runs.Host()
+	shows, why := lab.Shows(host.Experiments())
+	spec := lab.LabSpec()
+	// Validated without the host, so that a lab this host cannot show
+	// still lists its lanes.
+	plan, errs := experiments.Validate(spec, experiments.Host{})
+	if errs != nil {
+		http.Error(w, errs.Error(), http.StatusInternalServerError)
+		return
+	}
+	expected := experiments.Expected(plan, experiments.ModelHost{NCPU: host.NCPU, CgroupV2: host.CgroupVersion == "2"})
+	lanes := make([]labLane, len(plan.Lanes))
+	for i, l := range plan.Lanes {
+		lanes[i] = labLane{
+			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
+			DockerRun: experiments.DockerRun(runner.ImageRepo, l.Workload, l.Resources), Expected: expected[i],
+		}
+	}
+	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode))).ServeHTTP(w, r)
 }

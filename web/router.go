@@ -3,6 +3,7 @@
 package web
 
 import (
+	"context"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -27,6 +28,8 @@ type Runs interface {
 	Get(id string) (*runner.Run, bool)
 	List() []runner.RunView
 	Stop(id string) error
+	// UpdateLimits changes a running lane's limits.
+	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
 	// Feed is a run's live stream: its history, then each new message.
 	Feed(id string) (*hub.Hub, bool)
 }
@@ -67,17 +70,19 @@ func NewRouter(d Deps) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
 		r.Get("/", h.home)
+		r.Get("/labs/{id}", h.labPage)
 		r.Get("/runs/{id}", h.runPage)
 		r.Get("/runs/{id}/results", h.resultsFragment)
 		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
 
 		r.Route("/api", func(r chi.Router) {
 			r.Get("/host", h.apiHost)
-			r.Get("/presets", h.apiPresets)
+			r.Get("/labs", h.apiLabs)
 			r.Get("/runs", h.apiListRuns)
 			r.Post("/runs", h.apiCreateRun)
 			r.Get("/runs/{id}", h.apiGetRun)
 			r.Post("/runs/{id}/stop", h.apiStopRun)
+			r.Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
 		})
 	})
 	return r

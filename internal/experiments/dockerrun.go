@@ -47,6 +47,16 @@ func DockerRun(image string, w Workload, res Resources) string {
 	return strings.Join(args, " ")
 }
 
+// DockerUpdate renders the docker CLI command that applies a live change to
+// a container.
+func DockerUpdate(container string, change Resources) string {
+	args := []string{"docker", "update"}
+	for _, f := range change.Flags() {
+		args = append(args, "--"+f.Name, shellQuote(f.Value))
+	}
+	return strings.Join(append(args, shellQuote(container)), " ")
+}
+
 // FormatBytes writes a byte count in the docker CLI's size syntax, as short
 // as it is exact: 67108864 is "64m", 1000 is "1000b"; -1 stays "-1".
 func FormatBytes(n int64) string {

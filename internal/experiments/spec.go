@@ -33,6 +33,9 @@ const (
 // docker CLI's names and syntax so that a spec reads like the commands in the
 // seeds' write-ups.
 type Spec struct {
+	// Lab names the lab the spec comes from, if any. A request may give
+	// only a lab: {"lab": "cpus-ladder"}.
+	Lab      string `json:"lab,omitempty"`
 	Name     string `json:"name"`
 	Mode     Mode   `json:"mode"`
 	Duration string `json:"duration,omitempty"`

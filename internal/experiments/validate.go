@@ -63,6 +63,8 @@ func (r Resources) CPULimit() float64 {
 
 // Plan is a validated spec: everything needed to start the containers.
 type Plan struct {
+	Lab      string       // the lab's id, if the spec is a lab's
+	Verdict  *VerdictSpec // how to judge the run; nil: the default
 	Name     string
 	Mode     Mode
 	Duration time.Duration
@@ -108,6 +110,16 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 			add(-1, "duration", "must be from %s to %s, got %s", MinDuration, MaxDuration, d)
 		default:
 			plan.Duration = d
+		}
+	}
+	if spec.Lab != "" {
+		lab, ok := LabByID(spec.Lab)
+		if !ok {
+			add(-1, "lab", "no lab %q", spec.Lab)
+		} else if shows, why := lab.Shows(host); !shows {
+			add(-1, "lab", "%s", why)
+		} else {
+			plan.Lab, plan.Verdict = lab.ID, lab.Verdict
 		}
 	}
 	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {

@@ -225,20 +225,45 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
-func TestPresetsAreValid(t *testing.T) {
-	if len(Presets()) == 0 {
-		t.Fatal("no presets")
+func TestLabsAreValid(t *testing.T) {
+	if len(Labs()) == 0 {
+		t.Fatal("no labs")
 	}
-	for _, p := range Presets() {
-		t.Run(p.ID, func(t *testing.T) {
-			spec, errs := Parse(p.Spec)
+	for _, l := range Labs() {
+		t.Run(l.ID, func(t *testing.T) {
+			spec, errs := Parse([]byte(`{"lab": "` + l.ID + `"}`))
 			if errs != nil {
 				t.Fatal(errs)
 			}
-			if _, errs := Validate(spec, twoCPUs); errs != nil {
+			plan, errs := Validate(spec, twoCPUs)
+			if errs != nil {
 				t.Fatal(errs)
 			}
+			if plan.Lab != l.ID || plan.Verdict != l.Verdict {
+				t.Errorf("plan lab %q verdict %v", plan.Lab, plan.Verdict)
+			}
+			if l.Title == "" || l.Question == "" || l.Before == "" || l.After == "" || l.Seed == "" {
+				t.Errorf("lab %s lacks text: %+v", l.ID, l)
+			}
 		})
+	}
+}
+
+func TestLabRequests(t *testing.T) {
+	if _, errs := Parse([]byte(`{"lab": "nope"}`)); len(errs) != 1 || errs[0].Field != "lab" {
+		t.Errorf("unknown lab: %v", errs)
+	}
+	if _, errs := Parse([]byte(`{"lab": "cpus-ladder", "lanes": [{"workload": {"kind": "md5"}}]}`)); len(errs) != 1 || errs[0].Field != "lab" {
+		t.Errorf("lab with lanes: %v", errs)
+	}
+	spec, _ := Parse([]byte(`{"lab": "cpus-ladder"}`))
+	_, errs := Validate(spec, Host{NCPU: 1})
+	found := false
+	for _, e := range errs {
+		found = found || e.Field == "lab" && strings.Contains(e.Message, "needs 2")
+	}
+	if !found {
+		t.Errorf("a 2-CPU lab on a 1-CPU host: %v", errs)
 	}
 }
 
@@ -253,5 +278,43 @@ func TestCPULimit(t *testing.T) {
 		if got := tt.r.CPULimit(); got != tt.want {
 			t.Errorf("%+v.CPULimit() = %g, want %g", tt.r, got, tt.want)
 		}
+	}
+}
+
+func TestResolveChange(t *testing.T) {
+	cur := Resources{NanoCPUs: 1e9, Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: 512}
+	tests := []struct {
+		name   string
+		cur    Resources
+		change Limits
+		want   Resources
+		field  string
+	}{
+		{"cpus down", cur, Limits{CPUs: "0.25"}, Resources{NanoCPUs: 25e7}, ""},
+		{"shares and cpuset", cur, Limits{CPUShares: "64", CpusetCpus: "1"}, Resources{CPUShares: 64, CpusetCpus: "1"}, ""},
+		{"pids", cur, Limits{PidsLimit: "100"}, Resources{PidsLimit: 100}, ""},
+		{"memory up", cur, Limits{Memory: "128m"}, Resources{Memory: 128 << 20}, ""},
+		{"memory below reservation", cur, Limits{Memory: "16m"}, Resources{}, "memory"},
+		{"cpus beside a quota", Resources{CPUQuota: 50000, CPUPeriod: 100000}, Limits{CPUs: "1"}, Resources{}, "cpus"},
+		{"period is not live", cur, Limits{CPUPeriod: "10000"}, Resources{}, "cpu-period"},
+		{"nothing", cur, Limits{}, Resources{}, "limits"},
+		{"bad value", cur, Limits{CPUs: "9"}, Resources{}, "cpus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, errs := ResolveChange(tt.cur, tt.change, twoCPUs)
+			if tt.field == "" {
+				if errs != nil || got != tt.want {
+					t.Errorf("got %+v, %v; want %+v", got, errs, tt.want)
+				}
+				return
+			}
+			if len(errs) == 0 || errs[0].Field != tt.field {
+				t.Errorf("errors %v, want one on %s", errs, tt.field)
+			}
+		})
+	}
+	if m := cur.Merge(Resources{NanoCPUs: 5e8, PidsLimit: 10}); m.NanoCPUs != 5e8 || m.PidsLimit != 10 || m.Memory != 64<<20 {
+		t.Errorf("merge = %+v", m)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -56,27 +57,43 @@ type LaneResult struct {
 	DockerRun string                 `json:"docker_run,omitempty"`
 	Warnings  []string               `json:"warnings,omitempty"`
 	// StartedAt and EndedAt are seconds since the run started.
-	StartedAt        float64 `json:"started_at"`
-	EndedAt          float64 `json:"ended_at"`
-	WallSeconds      float64 `json:"wall_seconds"`
-	UserSeconds      float64 `json:"user_seconds"`
-	SysSeconds       float64 `json:"sys_seconds"`
-	Throughput       float64 `json:"throughput"`
-	Ratio            float64 `json:"ratio"` // wall time over the first lane's
-	ExitCode         *int    `json:"exit_code"`
-	OOMKilled        bool    `json:"oom_killed"`
-	TimedOut         bool    `json:"timed_out"`
-	Periods          uint64  `json:"periods"`
-	ThrottledPeriods uint64  `json:"throttled_periods"`
-	ThrottledSeconds float64 `json:"throttled_seconds"`
-	StatsSource      string  `json:"stats_source,omitempty"`
-	Result           string  `json:"result,omitempty"`
-	Error            string  `json:"error,omitempty"`
+	StartedAt   float64 `json:"started_at"`
+	EndedAt     float64 `json:"ended_at"`
+	WallSeconds float64 `json:"wall_seconds"`
+	UserSeconds float64 `json:"user_seconds"`
+	SysSeconds  float64 `json:"sys_seconds"`
+	Throughput  float64 `json:"throughput"`
+	Ratio       float64 `json:"ratio"` // wall time over the first lane's
+	// The model's prediction, where it applies, and the measured mean.
+	PredictedCores       *float64 `json:"predicted_cores"`
+	PredictedWallSeconds *float64 `json:"predicted_wall_seconds"`
+	MeasuredCores        float64  `json:"measured_cores"`
+	ExitCode             *int     `json:"exit_code"`
+	OOMKilled            bool     `json:"oom_killed"`
+	TimedOut             bool     `json:"timed_out"`
+	Periods              uint64   `json:"periods"`
+	ThrottledPeriods     uint64   `json:"throttled_periods"`
+	ThrottledSeconds     float64  `json:"throttled_seconds"`
+	StatsSource          string   `json:"stats_source,omitempty"`
+	Result               string   `json:"result,omitempty"`
+	Error                string   `json:"error,omitempty"`
+	completed            bool     // ran to its end, for the model
+}
+
+// ChangeRecord is a live limit change as the run keeps it.
+type ChangeRecord struct {
+	AtSeconds    float64               `json:"at_seconds"`
+	Lane         int                   `json:"lane"`
+	Limits       experiments.Limits    `json:"limits"`  // as asked
+	Applied      experiments.Resources `json:"applied"` // the lane's limits after, read back
+	DockerUpdate string                `json:"docker_update"`
+	Warnings     []string              `json:"warnings,omitempty"`
 }
 
 // RunView is a run as the API shows it.
 type RunView struct {
 	ID         string           `json:"id"`
+	Lab        string           `json:"lab,omitempty"`
 	Name       string           `json:"name"`
 	Spec       experiments.Spec `json:"spec"`
 	Mode       experiments.Mode `json:"mode"`
@@ -88,6 +105,10 @@ type RunView struct {
 	IntervalMs int64            `json:"interval_ms"`
 	StatsNote  string           `json:"stats_note,omitempty"`
 	Lanes      []LaneResult     `json:"lanes"`
+	Changes    []ChangeRecord   `json:"changes"`
+	// Verdict compares the model's prediction with the measurement, once
+	// the run is done.
+	Verdict *experiments.Verdict `json:"verdict,omitempty"`
 }
 
 // Message is what the live stream carries: a run view on every change of
@@ -127,6 +148,7 @@ type laneRT struct {
 	rate     float64 // workload's last reported rate
 	done     float64 // workload's last reported total
 	summary  *workload.Line
+	samples  []experiments.CoreSample
 }
 
 // ID is the run's id.
@@ -148,6 +170,7 @@ func (r *Run) View() RunView {
 func (r *Run) viewLocked() RunView {
 	v := r.view
 	v.Lanes = append([]LaneResult(nil), r.view.Lanes...)
+	v.Changes = append([]ChangeRecord{}, r.view.Changes...)
 	if !r.start.IsZero() {
 		v.Elapsed = time.Since(r.start).Seconds()
 	}
@@ -270,7 +293,7 @@ func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*Run, err
 	}
 	r := &Run{id: newID(), plan: plan, hub: hub.New(0), done: make(chan struct{})}
 	r.view = RunView{
-		ID: r.id, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
+		ID: r.id, Lab: plan.Lab, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
 		State: StateQueued, CreatedAt: time.Now().UTC(), IntervalMs: m.opts.Interval.Milliseconds(),
 	}
 	if m.opts.Host.StatsSource == "engine" {
@@ -424,8 +447,54 @@ func (m *Manager) finish(r *Run, s State, msg string) {
 			l.Ratio = l.WallSeconds / first
 		}
 	}
+	m.judgeLocked(r)
 	r.mu.Unlock()
 	r.publishView()
+}
+
+// judgeLocked puts the model's prediction beside each lane's measurement
+// and, for a run that is done, gives the verdict.
+func (m *Manager) judgeLocked(r *Run) {
+	out := make([]experiments.LaneOutcome, len(r.view.Lanes))
+	for i, l := range r.view.Lanes {
+		out[i] = experiments.LaneOutcome{Start: l.StartedAt, Wall: l.WallSeconds, CPUSeconds: l.UserSeconds + l.SysSeconds, Completed: l.completed}
+		if l.Applied != nil {
+			out[i].Applied = *l.Applied
+		}
+		if l.WallSeconds > 0 {
+			r.view.Lanes[i].MeasuredCores = out[i].CPUSeconds / l.WallSeconds
+		}
+	}
+	if r.plan.Mode == experiments.Parallel {
+		// The window in which every lane was running.
+		from, to := 0.0, math.Inf(1)
+		for _, l := range r.view.Lanes {
+			from, to = max(from, l.StartedAt), min(to, l.EndedAt)
+		}
+		for i := range out {
+			out[i].WindowCores = experiments.WindowMean(r.lanes[i].samples, from, to)
+		}
+	}
+	var changes []experiments.Change
+	for _, c := range r.view.Changes {
+		changes = append(changes, experiments.Change{At: c.AtSeconds, Lane: c.Lane, Applied: c.Applied})
+	}
+	h := experiments.ModelHost{NCPU: m.opts.Host.NCPU, CgroupV2: m.opts.Host.CgroupVersion == "2"}
+	pred := experiments.Predict(r.plan, h, out, changes)
+	for i, p := range pred.Lanes {
+		if p.OK {
+			cores, wall := p.Cores, p.Wall
+			r.view.Lanes[i].PredictedCores, r.view.Lanes[i].PredictedWallSeconds = &cores, &wall
+		}
+	}
+	spec := r.plan.Verdict
+	if spec == nil {
+		spec = experiments.DefaultVerdict(r.plan)
+	}
+	if spec != nil && r.view.State == StateDone {
+		v := experiments.Judge(*spec, r.plan, pred, out)
+		r.view.Verdict = &v
+	}
 }
 
 // createAll creates every lane's container and reads back what the engine
@@ -570,6 +639,7 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	l.Periods, l.ThrottledPeriods = last.Periods, last.ThrottledPeriods
 	l.ThrottledSeconds = float64(last.ThrottledNs) / 1e9
 	l.UserSeconds, l.SysSeconds = float64(last.UserNs)/1e9, float64(last.SysNs)/1e9
+	l.completed = rt.summary != nil && l.ExitCode != nil && *l.ExitCode == 0 && !timedOut && !stopped
 	if s := rt.summary; s != nil {
 		// The workload's own account is exact; the container's times
 		// include the runtime's start-up.
@@ -740,6 +810,7 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 					s := MakeSample(j.i, c.At.Sub(r.start).Seconds(), l.prev, c)
 					s.Throughput = l.rate
 					batch = append(batch, s)
+					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
 				}
 				l.prev, l.hasPrev, l.lastRead = c, true, c.At
 			}

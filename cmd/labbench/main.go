@@ -1,0 +1,194 @@
+// Command labbench measures how faithfully the CPU labs reproduce their
+// predictions on this host: it runs every lab with a verdict several times
+// on the real engine and writes a table of predicted and measured ratios
+// into docs/benchmarks.md. Run it with `make bench-labs`.
+//
+// The binary is also its own workload program (`labbench workload ...`), as
+// the server is, so the workload image can be built from it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/moby/moby/client"
+)
+
+const (
+	beginMarker = "<!-- labbench:begin -->"
+	endMarker   = "<!-- labbench:end -->"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "workload" {
+		os.Exit(workload.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "labbench:", err)
+		os.Exit(1)
+	}
+}
+
+// laneStats collects one lane's measured ratio over the runs.
+type laneStats struct {
+	name      string
+	predicted float64
+	measured  []float64
+}
+
+func run(ctx context.Context) error {
+	runs := flag.Int("runs", 3, "runs of each lab")
+	out := flag.String("out", "docs/benchmarks.md", "markdown file whose labbench section is replaced")
+	only := flag.String("labs", "", "comma-separated lab ids (default: every lab with a verdict)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	eng, err := runner.NewEngine()
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
+	}
+	host, err := runner.ProbeHost(ctx, eng, "/sys/fs/cgroup")
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	image, err := runner.EnsureImage(ctx, eng, self, log)
+	if err != nil {
+		return err
+	}
+	mgr := runner.NewManager(eng, runner.Options{Image: image, Host: host, Log: log})
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = mgr.Shutdown(sctx)
+	}()
+
+	var table bytes.Buffer
+	fmt.Fprintf(&table, "Measured on %s: Docker %s (API %s), cgroup v%s, %d CPUs, kernel %s; %d runs of each lab, one after another.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host.EngineVersion, host.APIVersion, host.CgroupVersion, host.NCPU, host.Kernel, *runs)
+	table.WriteString("| lab | metric | lane | predicted | measured median | spread (min–max) | deviation | verdicts passed |\n")
+	table.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, lab := range experiments.Labs() {
+		if lab.Verdict == nil || (*only != "" && !slices.Contains(strings.Split(*only, ","), lab.ID)) {
+			continue
+		}
+		if shows, why := lab.Shows(host.Experiments()); !shows {
+			fmt.Fprintf(&table, "| %s | | | | | | | skipped: %s |\n", lab.ID, why)
+			continue
+		}
+		stats, passed, err := benchLab(ctx, mgr, lab, *runs)
+		if err != nil {
+			return fmt.Errorf("lab %s: %w", lab.ID, err)
+		}
+		for i, s := range stats {
+			med := median(s.measured)
+			lo, hi := slices.Min(s.measured), slices.Max(s.measured)
+			verdicts := ""
+			if i == 0 {
+				verdicts = fmt.Sprintf("%d of %d", passed, *runs)
+			}
+			fmt.Fprintf(&table, "| %s | %s | %s | %.2f | %.3f | %.3f–%.3f | %+.1f%% | %s |\n",
+				lab.ID, lab.Verdict.Metric, s.name, s.predicted, med, lo, hi, 100*(med/s.predicted-1), verdicts)
+		}
+	}
+	return replaceSection(*out, table.String())
+}
+
+// benchLab runs a lab n times and gathers every lane's measured ratio.
+func benchLab(ctx context.Context, mgr *runner.Manager, lab experiments.Lab, n int) ([]laneStats, int, error) {
+	spec := lab.LabSpec()
+	plan, errs := experiments.Validate(spec, mgr.Host().Experiments())
+	if errs != nil {
+		return nil, 0, errs
+	}
+	var stats []laneStats
+	passed := 0
+	for k := range n {
+		start := time.Now()
+		r, err := mgr.Start(spec, plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		select {
+		case <-r.Done():
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		v := r.View()
+		if v.Verdict == nil || !v.Verdict.Judged {
+			return nil, 0, fmt.Errorf("run %d not judged (state %s %s): %+v", k+1, v.State, v.Error, v.Verdict)
+		}
+		if stats == nil {
+			for i, l := range v.Lanes {
+				stats = append(stats, laneStats{name: l.Name, predicted: v.Verdict.Predicted[i]})
+			}
+		}
+		for i, m := range v.Verdict.Measured {
+			stats[i].measured = append(stats[i].measured, m)
+		}
+		if v.Verdict.Pass {
+			passed++
+		}
+		fmt.Fprintf(os.Stderr, "labbench: %s run %d/%d in %.0fs: measured %s (pass %v)\n",
+			lab.ID, k+1, n, time.Since(start).Seconds(), fmtRatios(v.Verdict.Measured), v.Verdict.Pass)
+	}
+	return stats, passed, nil
+}
+
+func fmtRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return strings.Join(parts, " : ")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// replaceSection writes body between the labbench markers of the file.
+func replaceSection(path, body string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	if i < 0 || j < i {
+		return errors.New(path + " has no " + beginMarker + " … " + endMarker + " section")
+	}
+	doc = doc[:i+len(beginMarker)] + "\n" + body + doc[j:]
+	return os.WriteFile(path, []byte(doc), 0o644)
+}

@@ -1,0 +1,107 @@
+package experiments
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+)
+
+// Lab is a ready experiment from one of the seeds' write-ups: the question
+// it answers, what to look for before and after, the spec, and how the
+// verdict compares prediction with measurement. Labs are data: one embedded
+// JSON file each under labs/.
+type Lab struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Seed     string `json:"seed"`
+	Question string `json:"question"`
+	Before   string `json:"before"`
+	After    string `json:"after"`
+	// RequiresCPUs is the fewest CPUs on which the lab shows its effect.
+	RequiresCPUs int             `json:"requires_cpus"`
+	Verdict      *VerdictSpec    `json:"verdict,omitempty"`
+	Spec         json.RawMessage `json:"spec"`
+}
+
+// VerdictSpec says which metric a lab's verdict compares and how closely
+// the measured ratios must match the predicted ones.
+type VerdictSpec struct {
+	Metric    string  `json:"metric"`    // MetricWallTime or MetricCPU
+	Tolerance float64 `json:"tolerance"` // relative, e.g. 0.1 for 10%
+}
+
+// Verdict metrics: each lane's value is taken relative to the first lane's.
+const (
+	MetricWallTime = "wall_time"
+	MetricCPU      = "cpu"
+)
+
+//go:embed labs/*.json
+var labFiles embed.FS
+
+var labs = mustLoadLabs()
+
+func mustLoadLabs() []Lab {
+	ls, err := loadLabs(labFiles)
+	if err != nil {
+		panic(err)
+	}
+	return ls
+}
+
+func loadLabs(fsys fs.FS) ([]Lab, error) {
+	names, err := fs.Glob(fsys, "labs/*.json")
+	if err != nil {
+		return nil, err
+	}
+	var out []Lab
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		var l Lab
+		if err := strictDecode(b, &l); err != nil {
+			return nil, fmt.Errorf("lab %s: %w", name, err)
+		}
+		if _, errs := parseCustom(l.Spec); errs != nil {
+			return nil, fmt.Errorf("lab %s: %w", name, errs)
+		}
+		if v := l.Verdict; v != nil && (v.Metric != MetricWallTime && v.Metric != MetricCPU || v.Tolerance <= 0) {
+			return nil, fmt.Errorf("lab %s: verdict %+v: want metric %q or %q and a positive tolerance", name, *v, MetricWallTime, MetricCPU)
+		}
+		out = append(out, l)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Seed < out[j].Seed })
+	return out, nil
+}
+
+// Labs lists the labs, by seed.
+func Labs() []Lab { return labs }
+
+// LabByID finds a lab.
+func LabByID(id string) (Lab, bool) {
+	for _, l := range labs {
+		if l.ID == id {
+			return l, true
+		}
+	}
+	return Lab{}, false
+}
+
+// Shows says whether this host can show the lab's effect, and why not.
+func (l Lab) Shows(h Host) (bool, string) {
+	if h.NCPU > 0 && h.NCPU < l.RequiresCPUs {
+		return false, fmt.Sprintf("this host has %d CPU(s); the lab needs %d to show its effect", h.NCPU, l.RequiresCPUs)
+	}
+	return true, ""
+}
+
+// LabSpec is the lab's spec, tagged with the lab's id.
+func (l Lab) LabSpec() Spec {
+	spec, _ := parseCustom(l.Spec) // checked when the labs were loaded
+	spec.Lab = l.ID
+	return spec
+}

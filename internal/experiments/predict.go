@@ -1,0 +1,348 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ModelHost is what the model needs of the host.
+type ModelHost struct {
+	NCPU     int
+	CgroupV2 bool
+}
+
+// WeightOfShares is the CFS weight a --cpu-shares value ends as. On cgroup
+// v2 the runtime converts shares to cpu.weight with runc's formula
+// (1 + (shares-2)*9999/262142), which moves the ratios a little.
+func WeightOfShares(shares int64, v2 bool) float64 {
+	if shares <= 0 {
+		shares = defaultShares
+	}
+	if !v2 {
+		return float64(shares)
+	}
+	return float64(1 + ((shares-2)*9999)/262142)
+}
+
+// DemandOn is Demand with the host's share-to-weight conversion.
+func DemandOn(w Workload, r Resources, h ModelHost) CPUDemand {
+	d := Demand(w, r)
+	d.Shares = WeightOfShares(r.CPUShares, h.CgroupV2)
+	return d
+}
+
+// workUnits is how much work a workload asks for, in units whose CPU cost
+// is the same from lane to lane of one kind: MiB for md5, and for primes
+// events times the cost of a search below max_prime (trial division: about
+// n^1.5/ln n). A spin lane is time-bound. A mem lane is not CPU-bound and
+// the model does not apply to it.
+func workUnits(w Workload) (units float64, timeBound, ok bool) {
+	switch w.Kind {
+	case KindMD5:
+		return float64(w.MB), false, true
+	case KindPrimes:
+		n := float64(max(w.MaxPrime, 3))
+		return float64(w.Events) * math.Pow(n, 1.5) / math.Log(n), false, true
+	case KindSpin:
+		return 0, true, true
+	}
+	return 0, false, false
+}
+
+// LaneOutcome is what was measured of a lane, as far as the model needs.
+type LaneOutcome struct {
+	Start      float64 // seconds after the run started
+	Wall       float64
+	CPUSeconds float64 // user + system
+	// Completed is true when the workload ran to its end (exit 0, not
+	// killed at the run's duration or by a stop).
+	Completed bool
+	Applied   Resources // the limits the engine applied at the start
+	// WindowCores is the mean CPU, in cores, measured while every lane of
+	// a parallel run was running (0 when unknown). Starts and ends are
+	// staggered by the engine's start-up of each container; the window
+	// compares the lanes where they really compete.
+	WindowCores float64
+}
+
+// CoreSample is one measured sample of a lane's CPU: the cores it used in
+// the DT seconds up to T.
+type CoreSample struct{ T, DT, Cores float64 }
+
+// WindowMean is the mean of the samples that lie wholly within [from, to],
+// weighted by their length; 0 if there are none.
+func WindowMean(samples []CoreSample, from, to float64) float64 {
+	sum, span := 0.0, 0.0
+	for _, s := range samples {
+		if s.T-s.DT >= from && s.T <= to {
+			sum += s.Cores * s.DT
+			span += s.DT
+		}
+	}
+	if span == 0 {
+		return 0
+	}
+	return sum / span
+}
+
+// Change is a live limit change: from At (seconds after the run started)
+// lane Lane runs with Applied.
+type Change struct {
+	At      float64
+	Lane    int
+	Applied Resources
+}
+
+// LanePrediction is the model's account of one lane.
+type LanePrediction struct {
+	OK    bool
+	Cores float64 // mean cores over the lane's life
+	Wall  float64 // seconds
+}
+
+// Prediction is the model's account of a run.
+type Prediction struct {
+	Lanes []LanePrediction
+	// Together is each lane's allotment while all the lanes of a parallel
+	// run compete, before any lane ends or changes (nil when sequential).
+	Together []float64
+	Why      string // why some lane has no prediction
+}
+
+// Predict plays a run through the model. The allotment comes from the spec
+// (threads, quota, cpuset, shares); the work a lane needs, in CPU seconds,
+// is calibrated once per workload kind from the first lane of that kind
+// that completed, so lanes of one kind are compared on the spec alone.
+// Sequential lanes run alone; parallel lanes compete from their measured
+// starts. Live changes take effect from their time.
+func Predict(plan Plan, h ModelHost, out []LaneOutcome, changes []Change) Prediction {
+	n := len(plan.Lanes)
+	p := Prediction{Lanes: make([]LanePrediction, n)}
+	perUnit := map[string]float64{}
+	for i, l := range plan.Lanes {
+		units, timeBound, ok := workUnits(l.Workload)
+		if ok && !timeBound && units > 0 && out[i].Completed && out[i].CPUSeconds > 0 {
+			if _, set := perUnit[l.Workload.Kind]; !set {
+				perUnit[l.Workload.Kind] = out[i].CPUSeconds / units
+			}
+		}
+	}
+	sims := make([]SimLane, n)
+	ok := make([]bool, n)
+	var why []string
+	for i, l := range plan.Lanes {
+		units, timeBound, modelled := workUnits(l.Workload)
+		res := out[i].Applied
+		if res == (Resources{}) {
+			res = l.Resources
+		}
+		sims[i] = SimLane{Demand: DemandOn(l.Workload, res, h)}
+		switch {
+		case !modelled:
+			why = append(why, fmt.Sprintf("lane %d (%s): the %s workload is not CPU-bound", i+1, l.Name, l.Workload.Kind))
+			continue
+		case timeBound:
+			sims[i].Seconds = l.Workload.Seconds
+		case perUnit[l.Workload.Kind] == 0:
+			why = append(why, fmt.Sprintf("lane %d (%s): no %s lane completed to calibrate its work", i+1, l.Name, l.Workload.Kind))
+			continue
+		default:
+			sims[i].Work = units * perUnit[l.Workload.Kind]
+		}
+		ok[i] = true
+		if plan.Mode == Parallel {
+			sims[i].Start = out[i].Start
+		}
+		for _, c := range changes {
+			if c.Lane == i {
+				at := c.At
+				if plan.Mode == Sequential {
+					at -= out[i].Start
+				}
+				sims[i].Changes = append(sims[i].Changes, DemandChange{At: at, Demand: DemandOn(l.Workload, c.Applied, h)})
+			}
+		}
+	}
+	limit := plan.Duration.Seconds()
+	record := func(i int, r SimResult) {
+		if ok[i] && !math.IsInf(r.Wall, 1) && r.Wall > 0 {
+			p.Lanes[i] = LanePrediction{OK: true, Cores: r.Cores, Wall: r.Wall}
+		}
+	}
+	if plan.Mode == Sequential {
+		for i := range sims {
+			record(i, Simulate(sims[i:i+1], h.NCPU, limit)[0])
+		}
+	} else {
+		demands := make([]CPUDemand, n)
+		for i := range sims {
+			demands[i] = sims[i].Demand
+		}
+		p.Together = Allot(demands, h.NCPU)
+		var idx []int
+		var lanes []SimLane
+		for i := range sims {
+			// Unmodelled lanes still take CPU; the model counts what they
+			// are allowed, which is all it knows.
+			if ok[i] {
+				idx = append(idx, i)
+				lanes = append(lanes, sims[i])
+			}
+		}
+		for k, r := range Simulate(lanes, h.NCPU, limit) {
+			record(idx[k], r)
+		}
+	}
+	p.Why = strings.Join(why, "; ")
+	return p
+}
+
+// Verdict compares the ratios the model predicted with those measured.
+type Verdict struct {
+	// Judged is false when the run cannot be judged (a lane did not
+	// finish, or the model does not apply); Explanation says why.
+	Judged      bool      `json:"judged"`
+	Pass        bool      `json:"pass"`
+	Metric      string    `json:"metric"`
+	Predicted   []float64 `json:"predicted"`
+	Measured    []float64 `json:"measured"`
+	Tolerance   float64   `json:"tolerance"`
+	Explanation string    `json:"explanation"`
+}
+
+// DefaultVerdict is how a custom run is judged: by wall time when its
+// lanes do the same kind of bounded work one after another, by CPU share
+// when they are all CPU-bound; otherwise not at all.
+func DefaultVerdict(plan Plan) *VerdictSpec {
+	kind := plan.Lanes[0].Workload.Kind
+	sameWork := true
+	for _, l := range plan.Lanes {
+		_, timeBound, ok := workUnits(l.Workload)
+		if !ok {
+			return nil
+		}
+		sameWork = sameWork && l.Workload.Kind == kind && !timeBound
+	}
+	if len(plan.Lanes) < 2 {
+		return nil
+	}
+	if sameWork && plan.Mode == Sequential {
+		return &VerdictSpec{Metric: MetricWallTime, Tolerance: 0.15}
+	}
+	return &VerdictSpec{Metric: MetricCPU, Tolerance: 0.15}
+}
+
+// Judge gives the verdict on a run: every lane's metric relative to the
+// first lane's, predicted against measured, within the tolerance.
+func Judge(spec VerdictSpec, plan Plan, pred Prediction, out []LaneOutcome) Verdict {
+	v := Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance}
+	for i, l := range plan.Lanes {
+		if !out[i].Completed {
+			v.Explanation = fmt.Sprintf("Not judged: lane %d (%s) did not run to its end.", i+1, l.Name)
+			return v
+		}
+		if !pred.Lanes[i].OK {
+			v.Explanation = "Not judged: the model does not apply (" + pred.Why + ")."
+			return v
+		}
+	}
+	window := pred.Together != nil
+	for _, o := range out {
+		window = window && o.WindowCores > 0
+	}
+	value := func(i int) (p, m float64) {
+		switch {
+		case spec.Metric == MetricWallTime:
+			// Wall time per unit of the CPU work the lane's spec asks for,
+			// as measured: the same job's CPU time varies by several
+			// percent from run to run on a shared virtual machine (cold
+			// caches after throttling, a busy sibling hyperthread), which
+			// is not what a limit does. Lanes of equal work compare wall
+			// time per CPU second.
+			units, _, _ := workUnits(plan.Lanes[i].Workload)
+			return pred.Lanes[i].Wall, out[i].Wall / out[i].CPUSeconds * units
+		case window:
+			return pred.Together[i], out[i].WindowCores
+		}
+		return pred.Lanes[i].Cores, out[i].CPUSeconds / out[i].Wall
+	}
+	p0, m0 := value(0)
+	if p0 <= 0 || m0 <= 0 {
+		v.Explanation = fmt.Sprintf("Not judged: lane 1 (%s) has no %s to compare with.", plan.Lanes[0].Name, metricName(spec.Metric))
+		return v
+	}
+	v.Judged, v.Pass = true, true
+	worst, worstLane := 0.0, 0
+	for i := range plan.Lanes {
+		p, m := value(i)
+		v.Predicted = append(v.Predicted, p/p0)
+		v.Measured = append(v.Measured, m/m0)
+		dev := math.Abs(m/m0/(p/p0) - 1)
+		if dev > worst {
+			worst, worstLane = dev, i
+		}
+		if dev > spec.Tolerance {
+			v.Pass = false
+		}
+	}
+	while := ""
+	if spec.Metric == MetricCPU && window {
+		while = ", while all lanes ran"
+	}
+	if spec.Metric == MetricWallTime {
+		while = " (measured per CPU second of work)"
+	}
+	v.Explanation = fmt.Sprintf("The CPU allotment model predicts %s ratios of %s; measured %s%s. ",
+		metricName(spec.Metric), ratios(v.Predicted), ratios(v.Measured), while)
+	if v.Pass {
+		v.Explanation += fmt.Sprintf("Every lane is within %s of its prediction (the farthest, lane %d, by %s).",
+			percent(spec.Tolerance), worstLane+1, percent(worst))
+	} else {
+		v.Explanation += fmt.Sprintf("Lane %d (%s) is %s off its prediction, beyond the %s tolerance.",
+			worstLane+1, plan.Lanes[worstLane].Name, percent(worst), percent(spec.Tolerance))
+	}
+	return v
+}
+
+func metricName(m string) string {
+	if m == MetricWallTime {
+		return "wall-time"
+	}
+	return "CPU"
+}
+
+func ratios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " : ")
+}
+
+func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
+
+// Expected is each lane's CPU, in cores, from the spec alone: alone for a
+// sequential run, all together for a parallel one. Lanes the model does not
+// apply to get -1.
+func Expected(plan Plan, h ModelHost) []float64 {
+	demands := make([]CPUDemand, len(plan.Lanes))
+	for i, l := range plan.Lanes {
+		demands[i] = DemandOn(l.Workload, l.Resources, h)
+	}
+	var cores []float64
+	if plan.Mode == Sequential {
+		for _, d := range demands {
+			cores = append(cores, Allot([]CPUDemand{d}, h.NCPU)[0])
+		}
+	} else {
+		cores = Allot(demands, h.NCPU)
+	}
+	for i, l := range plan.Lanes {
+		if _, _, ok := workUnits(l.Workload); !ok {
+			cores[i] = -1
+		}
+	}
+	return cores
+}

@@ -1,0 +1,119 @@
+package experiments
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func labPlan(t *testing.T, id string) Plan {
+	t.Helper()
+	spec, errs := Parse([]byte(`{"lab": "` + id + `"}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	plan, errs := Validate(spec, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	return plan
+}
+
+func outcomes(plan Plan, walls, cpus []float64) []LaneOutcome {
+	out := make([]LaneOutcome, len(walls))
+	for i := range walls {
+		out[i] = LaneOutcome{Wall: walls[i], CPUSeconds: cpus[i], Completed: true, Applied: plan.Lanes[i].Resources}
+	}
+	return out
+}
+
+func TestPredictAndJudgeTheLabs(t *testing.T) {
+	v2 := ModelHost{NCPU: 2}
+	tests := []struct {
+		lab         string
+		walls, cpus []float64
+		predicted   []float64
+		pass        bool
+	}{
+		// Seed 000: 1 : 1 : 2 : 4, measured close.
+		{"cpus-ladder", []float64{2.4, 2.45, 4.9, 9.8}, []float64{2.4, 2.45, 2.45, 2.45}, []float64{1, 1, 2, 4}, true},
+		// The quarter-CPU lane 15% slow: beyond 10%.
+		{"cpus-ladder", []float64{2.4, 2.4, 4.8, 11}, []float64{2.4, 2.4, 2.4, 2.4}, []float64{1, 1, 2, 4}, false},
+		// Seed 001: 14%, 29%, 57% of one CPU.
+		{"shares-contention", []float64{8, 8, 8}, []float64{1.14, 2.29, 4.57}, []float64{1, 2, 4}, true},
+		{"shares-spare-cpu", []float64{6, 6}, []float64{6, 5.9}, []float64{1, 1}, true},
+		{"threads-vs-cpus", []float64{1.3, 2.6, 5.3}, []float64{2.6, 2.6, 2.6}, []float64{1, 2, 4}, true},
+		{"cpuset-two-threads", []float64{1.3, 2.6}, []float64{2.6, 2.6}, []float64{1, 2}, true},
+		{"quota-period", []float64{1.8, 1.8, 1.85}, []float64{0.9, 0.9, 0.92}, []float64{1, 1, 1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lab, func(t *testing.T) {
+			plan := labPlan(t, tt.lab)
+			out := outcomes(plan, tt.walls, tt.cpus)
+			pred := Predict(plan, v2, out, nil)
+			v := Judge(*plan.Verdict, plan, pred, out)
+			if !v.Judged {
+				t.Fatalf("not judged: %s", v.Explanation)
+			}
+			for i, want := range tt.predicted {
+				if math.Abs(v.Predicted[i]-want) > 1e-6 {
+					t.Fatalf("predicted %v, want %v", v.Predicted, tt.predicted)
+				}
+			}
+			if v.Pass != tt.pass {
+				t.Errorf("pass = %v, want %v: %s", v.Pass, tt.pass, v.Explanation)
+			}
+		})
+	}
+}
+
+func TestPredictAbsoluteWall(t *testing.T) {
+	plan := labPlan(t, "cpus-ladder")
+	out := outcomes(plan, []float64{2.4, 2.4, 4.8, 9.6}, []float64{2.4, 2.4, 2.4, 2.4})
+	pred := Predict(plan, ModelHost{NCPU: 2}, out, nil)
+	for i, want := range []float64{2.4, 2.4, 4.8, 9.6} {
+		if !pred.Lanes[i].OK || math.Abs(pred.Lanes[i].Wall-want) > 1e-6 {
+			t.Errorf("lane %d: %+v, want wall %g", i, pred.Lanes[i], want)
+		}
+	}
+}
+
+func TestPredictWithALiveChange(t *testing.T) {
+	spec := Spec{Lanes: []Lane{{Workload: Workload{Kind: KindSpin, Seconds: 4}, Limits: Limits{CPUs: "1"}}}}
+	plan, errs := Validate(spec, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	out := []LaneOutcome{{Wall: 4, CPUSeconds: 2.5, Completed: true, Applied: plan.Lanes[0].Resources}}
+	// From 2s on, a quarter of a CPU: 2 × 1 + 2 × 0.25 = 2.5 CPU seconds.
+	pred := Predict(plan, ModelHost{NCPU: 2}, out, []Change{{At: 2, Lane: 0, Applied: Resources{NanoCPUs: 25e7}}})
+	if got := pred.Lanes[0].Cores; math.Abs(got-2.5/4) > 1e-6 {
+		t.Errorf("predicted cores %g, want %g", got, 2.5/4)
+	}
+}
+
+func TestJudgeDoesNotJudgeWhatItCannot(t *testing.T) {
+	plan := labPlan(t, "cpus-ladder")
+	out := outcomes(plan, []float64{2.4, 2.4, 4.8, 9.6}, []float64{2.4, 2.4, 2.4, 2.4})
+	out[3].Completed = false
+	pred := Predict(plan, ModelHost{NCPU: 2}, out, nil)
+	if v := Judge(*plan.Verdict, plan, pred, out); v.Judged || !strings.Contains(v.Explanation, "lane 4") {
+		t.Errorf("verdict %+v", v)
+	}
+	mem := labPlan(t, "memory-oom")
+	if mem.Verdict != nil || DefaultVerdict(mem) != nil {
+		t.Error("the memory lab has a CPU verdict")
+	}
+}
+
+func TestWeightOfShares(t *testing.T) {
+	for _, tt := range []struct {
+		shares int64
+		v2     bool
+		want   float64
+	}{{512, false, 512}, {0, false, 1024}, {1024, true, 39}, {512, true, 20}, {2048, true, 79}, {2, true, 1}, {262144, true, 10000}} {
+		if got := WeightOfShares(tt.shares, tt.v2); got != tt.want {
+			t.Errorf("WeightOfShares(%d, v2=%v) = %g, want %g", tt.shares, tt.v2, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// TestCPULabs runs labs as they are defined and asserts that each one's
+// verdict holds: every lane's measured ratio within the lab's tolerance of
+// the model's prediction.
+func TestCPULabs(t *testing.T) {
+	for _, id := range []string{"cpus-ladder", "shares-contention", "threads-vs-cpus"} {
+		t.Run(id, func(t *testing.T) {
+			m := newTestManager(t)
+			r := startSpec(t, m, `{"lab": "`+id+`"}`)
+			v := waitDone(t, r, 3*time.Minute)
+			if v.State != runner.StateDone || v.Lab != id {
+				t.Fatalf("state %s lab %q: %s", v.State, v.Lab, v.Error)
+			}
+			verdict := v.Verdict
+			if verdict == nil || !verdict.Judged {
+				t.Fatalf("verdict %+v", verdict)
+			}
+			t.Logf("%s: predicted %v measured %v", id, verdict.Predicted, verdict.Measured)
+			for i := range verdict.Predicted {
+				dev := verdict.Measured[i]/verdict.Predicted[i] - 1
+				if dev > verdict.Tolerance || dev < -verdict.Tolerance {
+					t.Errorf("lane %d: measured %.3f, predicted %.3f: %.1f%% off, tolerance %.0f%%",
+						i, verdict.Measured[i], verdict.Predicted[i], 100*dev, 100*verdict.Tolerance)
+				}
+			}
+			if !verdict.Pass {
+				t.Errorf("verdict failed: %s", verdict.Explanation)
+			}
+			for _, l := range v.Lanes {
+				if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
+					t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
+				}
+			}
+		})
+	}
+}
+
+func TestLiveLimitChange(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "live change", "duration": "60s",
+	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 5}, "limits": {"cpus": "1"}}]}`)
+	waitFor(t, 30*time.Second, "the lane running with samples", func() bool {
+		return r.View().Lanes[0].State == runner.LaneRunning && r.Hub().Len() > 6
+	})
+	// A rejected change leaves the lane as it was.
+	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{CPUs: "64"})
+	var errs experiments.Errors
+	if !errors.As(err, &errs) || errs[0].Lane != 0 || errs[0].Field != "cpus" {
+		t.Fatalf("update to 64 CPUs: %v", err)
+	}
+	if got := r.View().Lanes[0].Applied.NanoCPUs; got != 1e9 {
+		t.Fatalf("after a rejected change NanoCPUs = %d", got)
+	}
+	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{CPUs: "0.25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Applied.NanoCPUs != 25e7 {
+		t.Errorf("applied after update: %+v (read back from inspect)", rec.Applied)
+	}
+	v := waitDone(t, r, time.Minute)
+	if len(v.Changes) != 1 || v.Changes[0].Lane != 0 || v.Changes[0].Limits.CPUs != "0.25" {
+		t.Fatalf("changes %+v", v.Changes)
+	}
+	if v.Lanes[0].CPULimit != 0.25 {
+		t.Errorf("lane cpu limit after the change: %g", v.Lanes[0].CPULimit)
+	}
+	// The CPU drops within two samples of the change.
+	hist, _ := r.Hub().Subscribe()
+	var after []runner.Sample
+	var before []float64
+	for _, b := range hist {
+		var msg runner.Message
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range msg.Samples {
+			if s.T-s.DT >= rec.AtSeconds {
+				after = append(after, s)
+			} else if s.T < rec.AtSeconds {
+				before = append(before, s.CPU)
+			}
+		}
+	}
+	if median(before) < 0.8 {
+		t.Errorf("CPU before the change %v, want about 1", before)
+	}
+	if len(after) < 2 {
+		t.Fatalf("%d samples after the change", len(after))
+	}
+	for _, s := range after[:2] {
+		if s.CPU > 0.4 {
+			t.Errorf("sample at %.2fs, %.2fs after the change: CPU %.2f, want about 0.25", s.T, s.T-rec.AtSeconds, s.CPU)
+		}
+	}
+	// The prediction follows the change: a full CPU, then a quarter.
+	if p := v.Lanes[0].PredictedCores; p == nil || *p > 0.9 || *p < 0.25 {
+		t.Errorf("predicted cores %v after a change from 1 to 0.25", p)
+	}
+}
