@@ -106,7 +106,8 @@ type LanePrediction struct {
 type Prediction struct {
 	Lanes []LanePrediction
 	// Together is each lane's allotment while all the lanes of a parallel
-	// run compete, before any lane ends or changes (nil when sequential).
+	// run compete, before any lane ends (nil when sequential, or when live
+	// changes moved the limits).
 	Together []float64
 	Why      string // why some lane has no prediction
 }
@@ -180,7 +181,9 @@ func Predict(plan Plan, h ModelHost, out []LaneOutcome, changes []Change) Predic
 		for i := range sims {
 			demands[i] = sims[i].Demand
 		}
-		p.Together = Allot(demands, h.NCPU)
+		if len(changes) == 0 {
+			p.Together = Allot(demands, h.NCPU)
+		}
 		var idx []int
 		var lanes []SimLane
 		for i := range sims {

@@ -117,3 +117,27 @@ func TestWeightOfShares(t *testing.T) {
 		}
 	}
 }
+
+func TestChangesUseTheWholeLife(t *testing.T) {
+	spec := Spec{Mode: Parallel, Lanes: []Lane{
+		{Name: "a", Workload: Workload{Kind: KindSpin, Seconds: 4}, Limits: Limits{CPUs: "1"}},
+		{Name: "b", Workload: Workload{Kind: KindSpin, Seconds: 4}},
+	}}
+	plan, errs := Validate(spec, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	out := []LaneOutcome{
+		{Wall: 4, CPUSeconds: 2.5, Completed: true, Applied: plan.Lanes[0].Resources, WindowCores: 0.6},
+		{Wall: 4, CPUSeconds: 4, Completed: true, Applied: plan.Lanes[1].Resources, WindowCores: 1},
+	}
+	changes := []Change{{At: 2, Lane: 0, Applied: Resources{NanoCPUs: 25e7}}}
+	pred := Predict(plan, ModelHost{NCPU: 2}, out, changes)
+	if pred.Together != nil {
+		t.Errorf("an allotment at the start is used after a live change: %v", pred.Together)
+	}
+	v := Judge(*DefaultVerdict(plan), plan, pred, out)
+	if !v.Judged || math.Abs(v.Predicted[1]-1.6) > 1e-6 || math.Abs(v.Measured[1]-1.6) > 1e-6 || !v.Pass {
+		t.Errorf("verdict %+v", v)
+	}
+}

@@ -457,10 +457,8 @@ func (m *Manager) finish(r *Run, s State, msg string) {
 func (m *Manager) judgeLocked(r *Run) {
 	out := make([]experiments.LaneOutcome, len(r.view.Lanes))
 	for i, l := range r.view.Lanes {
-		out[i] = experiments.LaneOutcome{Start: l.StartedAt, Wall: l.WallSeconds, CPUSeconds: l.UserSeconds + l.SysSeconds, Completed: l.completed}
-		if l.Applied != nil {
-			out[i].Applied = *l.Applied
-		}
+		out[i] = experiments.LaneOutcome{Start: l.StartedAt, Wall: l.WallSeconds, CPUSeconds: l.UserSeconds + l.SysSeconds,
+			Completed: l.completed, Applied: l.atStart}
 		if l.WallSeconds > 0 {
 			r.view.Lanes[i].MeasuredCores = out[i].CPUSeconds / l.WallSeconds
 		}
@@ -520,7 +518,7 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 		applied := appliedResources(ins.Container.HostConfig.Resources)
 		r.setLane(i, func(lr *LaneResult) {
 			lr.Container = res.ID[:12]
-			lr.Applied = &applied
+			lr.Applied, lr.atStart = &applied, applied
 			lr.CPULimit = applied.CPULimit()
 			lr.Warnings = res.Warnings
 			lr.DockerRun = experiments.DockerRun(ImageRepo, l.Workload, applied)
