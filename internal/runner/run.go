@@ -78,6 +78,9 @@ type LaneResult struct {
 	Result               string   `json:"result,omitempty"`
 	Error                string   `json:"error,omitempty"`
 	completed            bool     // ran to its end, for the model
+	// atStart is what the engine applied when the container was created;
+	// Applied follows live changes.
+	atStart experiments.Resources
 }
 
 // ChangeRecord is a live limit change as the run keeps it.
