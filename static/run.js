@@ -12,7 +12,8 @@ const MiB = 1024 * 1024;
 const terminal = new Set(["done", "failed", "stopped"]);
 
 const metrics = [
-  { key: "cpu", title: "CPU (cores used)", get: (s) => s.cpu, limit: (l) => l.cpu_limit || null, digits: 2 },
+  { key: "cpu", title: "CPU (cores used; dashed: limit, dotted: the model's expectation)", get: (s) => s.cpu,
+    limit: (l) => l.cpu_limit || null, expected: (l) => l.expected_cores, digits: 2 },
   { key: "mem", title: "Memory (MiB, usage less inactive file cache)", get: (s) => s.mem / MiB,
     limit: (l) => (l.applied && l.applied.memory ? l.applied.memory / MiB : null), digits: 1 },
   { key: "io", title: "Block IO (MB/s, read + write)", get: (s) => (s.read_bps + s.write_bps) / 1e6, digits: 2 },
@@ -85,7 +86,16 @@ function buildCharts() {
           points: { show: false }, value: (u, v) => fmt(v, m.digits) });
       });
     }
-    const data = [xs, ...run.lanes.map(() => []), ...(m.limit ? run.lanes.map(() => []) : [])];
+    // The model's expected cores per lane, which moves as lanes start, end
+    // or change.
+    if (m.expected) {
+      run.lanes.forEach((l, i) => {
+        series.push({ label: `${l.name} expected`, stroke: laneColour(i), width: 1, dash: [1, 3],
+          points: { show: false }, value: (u, v) => fmt(v, m.digits) });
+      });
+    }
+    const perLane = () => run.lanes.map(() => []);
+    const data = [xs, ...perLane(), ...(m.limit ? perLane() : []), ...(m.expected ? perLane() : [])];
     const width = Math.max(360, box.clientWidth || 600);
     const u = new uPlot({
       width, height: 220,
@@ -113,11 +123,13 @@ function addSamples(samples) {
   if (!charts) return;
   const byLane = new Map(samples.map((s) => [s.lane, s]));
   xs.push(Math.max(...samples.map((s) => s.t)));
+  const n = run.lanes.length;
   charts.forEach((c) => {
     run.lanes.forEach((l, i) => {
       const s = byLane.get(i);
       c.data[1 + i].push(s ? c.m.get(s) : null);
-      if (c.m.limit) c.data[1 + run.lanes.length + i].push(s ? c.m.limit(l) : null);
+      if (c.m.limit) c.data[1 + n + i].push(s ? c.m.limit(l) : null);
+      if (c.m.expected) c.data[1 + 2 * n + i].push(s ? c.m.expected(l) : null);
     });
   });
   redraw();

@@ -90,3 +90,11 @@ func deviationText(measured, predicted float64) string {
 	}
 	return strconv.FormatFloat(100*(measured/predicted-1), 'f', 1, 64) + "%"
 }
+
+// wallDeviation is how far a lane's wall time is from the model's.
+func wallDeviation(l runner.LaneResult) string {
+	if l.PredictedWallSeconds == nil || l.WallSeconds == 0 {
+		return "—"
+	}
+	return deviationText(l.WallSeconds, *l.PredictedWallSeconds)
+}

@@ -65,5 +65,13 @@ func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
 			DockerRun: experiments.DockerRun(runner.ImageRepo, l.Workload, l.Resources), Expected: expected[i],
 		}
 	}
-	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode))).ServeHTTP(w, r)
+	var notes []string
+	for _, l := range plan.Lanes {
+		if l.Resources.CPUShares > 0 && host.CgroupVersion == "2" {
+			notes = append(notes, "This host runs cgroup v2: the engine converts --cpu-shares to cpu.weight "+
+				"(1 + (shares-2)×9999/262142, so 512 : 1024 : 2048 become 20 : 39 : 79), and the model uses the converted weights.")
+			break
+		}
+	}
+	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes)).ServeHTTP(w, r)
 }

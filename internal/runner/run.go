@@ -68,6 +68,10 @@ type LaneResult struct {
 	PredictedCores       *float64 `json:"predicted_cores"`
 	PredictedWallSeconds *float64 `json:"predicted_wall_seconds"`
 	MeasuredCores        float64  `json:"measured_cores"`
+	// ExpectedCores is the model's allotment for the lane now, from the
+	// lanes running and their current limits; it moves as lanes start,
+	// end or change.
+	ExpectedCores *float64 `json:"expected_cores"`
 	ExitCode             *int     `json:"exit_code"`
 	OOMKilled            bool     `json:"oom_killed"`
 	TimedOut             bool     `json:"timed_out"`
@@ -455,6 +459,34 @@ func (m *Manager) finish(r *Run, s State, msg string) {
 	r.publishView()
 }
 
+// expect recomputes every running lane's expected cores and publishes the
+// run: the prediction follows the run from each change on.
+func (m *Manager) expect(r *Run) {
+	h := m.modelHost()
+	r.mu.Lock()
+	var idx []int
+	var demands []experiments.CPUDemand
+	for i := range r.view.Lanes {
+		l := &r.view.Lanes[i]
+		l.ExpectedCores = nil
+		if l.State == LaneRunning && l.Applied != nil {
+			idx = append(idx, i)
+			demands = append(demands, experiments.DemandOn(l.Workload, *l.Applied, h))
+		}
+	}
+	for k, c := range experiments.Allot(demands, h.NCPU) {
+		if l := &r.view.Lanes[idx[k]]; l.Workload.Kind != experiments.KindMem {
+			l.ExpectedCores = &c
+		}
+	}
+	r.mu.Unlock()
+	r.publishView()
+}
+
+func (m *Manager) modelHost() experiments.ModelHost {
+	return experiments.ModelHost{NCPU: m.opts.Host.NCPU, CgroupV2: m.opts.Host.CgroupVersion == "2"}
+}
+
 // judgeLocked puts the model's prediction beside each lane's measurement
 // and, for a run that is done, gives the verdict.
 func (m *Manager) judgeLocked(r *Run) {
@@ -480,8 +512,7 @@ func (m *Manager) judgeLocked(r *Run) {
 	for _, c := range r.view.Changes {
 		changes = append(changes, experiments.Change{At: c.AtSeconds, Lane: c.Lane, Applied: c.Applied})
 	}
-	h := experiments.ModelHost{NCPU: m.opts.Host.NCPU, CgroupV2: m.opts.Host.CgroupVersion == "2"}
-	pred := experiments.Predict(r.plan, h, out, changes)
+	pred := experiments.Predict(r.plan, m.modelHost(), out, changes)
 	for i, p := range pred.Lanes {
 		if p.OK {
 			cores, wall := p.Cores, p.Wall
@@ -580,6 +611,7 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	}
 	r.mu.Unlock()
 	r.setLane(i, func(l *LaneResult) { l.State = LaneRunning; l.StartedAt = started; l.StatsSource = source })
+	m.expect(r)
 
 	var stderr bytes.Buffer
 	logsDone := make(chan struct{})
@@ -657,7 +689,7 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	}
 	rt.reader = nil
 	r.mu.Unlock()
-	r.publishView()
+	m.expect(r)
 }
 
 func (m *Manager) kill(id string, log *slog.Logger) {

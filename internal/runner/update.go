@@ -81,6 +81,6 @@ func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, chan
 	lr.CPULimit = applied.CPULimit()
 	r.view.Changes = append(r.view.Changes, rec)
 	r.mu.Unlock()
-	r.publishView()
+	m.expect(r)
 	return rec, nil
 }
