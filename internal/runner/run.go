@@ -71,17 +71,17 @@ type LaneResult struct {
 	// ExpectedCores is the model's allotment for the lane now, from the
 	// lanes running and their current limits; it moves as lanes start,
 	// end or change.
-	ExpectedCores *float64 `json:"expected_cores"`
-	ExitCode             *int     `json:"exit_code"`
-	OOMKilled            bool     `json:"oom_killed"`
-	TimedOut             bool     `json:"timed_out"`
-	Periods              uint64   `json:"periods"`
-	ThrottledPeriods     uint64   `json:"throttled_periods"`
-	ThrottledSeconds     float64  `json:"throttled_seconds"`
-	StatsSource          string   `json:"stats_source,omitempty"`
-	Result               string   `json:"result,omitempty"`
-	Error                string   `json:"error,omitempty"`
-	completed            bool     // ran to its end, for the model
+	ExpectedCores    *float64 `json:"expected_cores"`
+	ExitCode         *int     `json:"exit_code"`
+	OOMKilled        bool     `json:"oom_killed"`
+	TimedOut         bool     `json:"timed_out"`
+	Periods          uint64   `json:"periods"`
+	ThrottledPeriods uint64   `json:"throttled_periods"`
+	ThrottledSeconds float64  `json:"throttled_seconds"`
+	StatsSource      string   `json:"stats_source,omitempty"`
+	Result           string   `json:"result,omitempty"`
+	Error            string   `json:"error,omitempty"`
+	completed        bool     // ran to its end, for the model
 	// atStart is what the engine applied when the container was created;
 	// Applied follows live changes.
 	atStart experiments.Resources
