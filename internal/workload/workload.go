@@ -36,6 +36,10 @@ type Progress struct {
 	Unit string  `json:"unit"`
 	// RSSMB is the resident set of the mem workload, in MiB.
 	RSSMB float64 `json:"rss_mb,omitempty"`
+	// The load workload's failed requests so far, and the latency of the
+	// requests completed in this interval (in the summary: all of them).
+	Failures int64    `json:"failures,omitempty"`
+	Latency  *Latency `json:"latency_ms,omitempty"`
 }
 
 // Summary is the last line a workload prints.
@@ -49,6 +53,8 @@ type Summary struct {
 	Unit       string  `json:"unit"`
 	Throughput float64 `json:"throughput"`
 	Result     string  `json:"result,omitempty"`
+	Failures   int64    `json:"failures,omitempty"`
+	Latency    *Latency `json:"latency_ms,omitempty"`
 }
 
 // Line is either kind of line; Final tells which.
@@ -80,7 +86,7 @@ func (c *counter) get() float64      { return float64(c.milli.Load()) / 1000 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: workload md5|primes|spin|mem [flags]")
+		return errors.New("usage: workload md5|primes|spin|mem|http|load [flags]")
 	}
 	kind := args[0]
 	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
@@ -90,11 +96,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	maxPrime := fs.Int("max-prime", 10000, "upper bound of each event's prime search (primes)")
 	seconds := fs.Float64("seconds", 10, "how long to spin (spin) or to hold memory (mem)")
 	rate := fs.Float64("rate", 0, "MiB per second to allocate; 0 is as fast as it can (mem)")
+	workUS := fs.Int("work-us", 1000, "CPU work per request, in microseconds of this machine (http)")
+	allocKB := fs.Int("alloc-kb", 0, "KiB to allocate per request (http)")
+	gomaxprocs := fs.String("gomaxprocs", "auto", "auto, host or a number (http)")
+	port := fs.Int("port", ServicePort, "port to listen on (http)")
+	target := fs.String("target", "", "URL to send requests to (load)")
+	requests := fs.Int("requests", 0, "requests to send; 0 is until -seconds (load)")
+	concurrency := fs.Int("concurrency", 1, "requests in flight, closed loop like ab -c (load)")
+	rps := fs.Float64("rps", 0, "requests per second, open loop; 0 is closed loop (load)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 
 	var work func(c *counter) (string, error)
+	var load *loadStats
 	unit := "MB"
 	rss := false
 	switch kind {
@@ -112,6 +127,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "mem":
 		rss = true
 		work = func(c *counter) (string, error) { return memWork(*mb, *rate, *seconds, c) }
+	case "http":
+		if _, err := setGOMAXPROCS(*gomaxprocs); err != nil {
+			return err
+		}
+		unit = "requests"
+		work = func(c *counter) (string, error) { return httpWork(*port, *workUS, *allocKB, *seconds, c) }
+	case "load":
+		if *target == "" || (*requests == 0 && *seconds == 0) {
+			return errors.New("load needs -target and -requests or -seconds")
+		}
+		unit = "requests"
+		load = &loadStats{}
+		work = func(c *counter) (string, error) {
+			return loadWork(*target, *requests, *concurrency, *rps, *seconds, load, c)
+		}
 	default:
 		return fmt.Errorf("unknown workload %q", kind)
 	}
@@ -144,6 +174,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				if rss {
 					p.RSSMB = residentMB()
 				}
+				if load != nil {
+					p.Failures = load.failures.Load()
+					p.Latency = summarize(load.take())
+				}
 				_ = enc.Encode(p)
 				last, lastT = done, el
 			}
@@ -159,11 +193,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	done := c.get()
-	return enc.Encode(Summary{
+	sum := Summary{
 		Final: true, Kind: kind, WallS: wall,
 		UserS: tv(ru.Utime) - tv(ru0.Utime), SysS: tv(ru.Stime) - tv(ru0.Stime),
 		Done: done, Unit: unit, Throughput: done / wall, Result: result,
-	})
+	}
+	if load != nil {
+		sum.Failures = load.failures.Load()
+		sum.Latency = summarize(load.all)
+	}
+	return enc.Encode(sum)
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -77,5 +80,45 @@ func TestUnknownWorkload(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"fio"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), `unknown workload "fio"`) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestHTTPAndLoad runs the service and the load generator in this process,
+// on a free port: the totals add up and the latencies are ordered.
+func TestHTTPAndLoad(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	served := make(chan []Line, 1)
+	go func() { served <- runLines(t, "http", "-port", strconv.Itoa(port), "-work-us", "500", "-seconds", "3") }()
+	lines := runLines(t, "load", "-target", "http://127.0.0.1:"+strconv.Itoa(port)+"/", "-requests", "200", "-concurrency", "4")
+	s := lines[len(lines)-1]
+	if s.Done != 200 || s.Failures != 0 || s.Latency == nil {
+		t.Fatalf("load summary %+v", s)
+	}
+	if l := s.Latency; !(l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max && l.P50 > 0) {
+		t.Errorf("latency percentiles out of order: %+v", l)
+	}
+	srv := <-served
+	// The service counts the load's requests and the readiness probe.
+	if got := srv[len(srv)-1].Done; got < 200 {
+		t.Errorf("service served %g requests, want at least 200", got)
+	}
+}
+
+func TestGOMAXPROCSSetting(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tt := range []struct {
+		v    string
+		want int
+		ok   bool
+	}{{"host", runtime.NumCPU(), true}, {"3", 3, true}, {"0", 0, false}, {"many", 0, false}} {
+		got, err := setGOMAXPROCS(tt.v)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("setGOMAXPROCS(%q) = %d, %v", tt.v, got, err)
+		}
 	}
 }
