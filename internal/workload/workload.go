@@ -44,15 +44,15 @@ type Progress struct {
 
 // Summary is the last line a workload prints.
 type Summary struct {
-	Final      bool    `json:"final"`
-	Kind       string  `json:"kind"`
-	WallS      float64 `json:"wall_s"`
-	UserS      float64 `json:"user_s"`
-	SysS       float64 `json:"sys_s"`
-	Done       float64 `json:"done"`
-	Unit       string  `json:"unit"`
-	Throughput float64 `json:"throughput"`
-	Result     string  `json:"result,omitempty"`
+	Final      bool     `json:"final"`
+	Kind       string   `json:"kind"`
+	WallS      float64  `json:"wall_s"`
+	UserS      float64  `json:"user_s"`
+	SysS       float64  `json:"sys_s"`
+	Done       float64  `json:"done"`
+	Unit       string   `json:"unit"`
+	Throughput float64  `json:"throughput"`
+	Result     string   `json:"result,omitempty"`
 	Failures   int64    `json:"failures,omitempty"`
 	Latency    *Latency `json:"latency_ms,omitempty"`
 }
