@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -62,7 +63,7 @@ func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
 	for i, l := range plan.Lanes {
 		lanes[i] = labLane{
 			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
-			DockerRun: experiments.DockerRun(runner.ImageRepo, l.Workload, l.Resources), Expected: expected[i],
+			DockerRun: experiments.DockerRun(runner.ImageRepo, l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
 		}
 	}
 	var notes []string
@@ -74,4 +75,12 @@ func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes)).ServeHTTP(w, r)
+}
+
+// labNetwork is a lab lane's network mode in its docker run command.
+func labNetwork(l experiments.PlannedLane) string {
+	if l.Target >= 0 {
+		return "container:<" + strconv.Itoa(l.Target+1) + ". lane>"
+	}
+	return ""
 }

@@ -32,10 +32,14 @@ func (r Resources) Flags() []Flag {
 // DockerRun renders the docker CLI command that starts the same container as
 // a lane, with the limits in res (which should be the ones the engine
 // reports it applied, not the ones asked for), the hardening Limit Lab
-// applies, and the workload's own arguments.
-func DockerRun(image string, w Workload, res Resources) string {
+// applies, and the workload's own arguments. network is the lane's network
+// mode, "none" if empty.
+func DockerRun(image string, w Workload, res Resources, network string) string {
+	if network == "" {
+		network = "none"
+	}
 	args := []string{"docker", "run", "--rm",
-		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--network", "none"}
+		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--network", network}
 	for _, f := range res.Flags() {
 		args = append(args, "--"+f.Name, f.Value)
 	}

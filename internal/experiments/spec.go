@@ -59,6 +59,17 @@ type Workload struct {
 	MaxPrime int     `json:"max_prime,omitempty"`
 	Seconds  float64 `json:"seconds,omitempty"`
 	RateMBps float64 `json:"rate_mb_s,omitempty"`
+	// The http service.
+	WorkUS     int   `json:"work_us,omitempty"`
+	AllocKB    int   `json:"alloc_kb,omitempty"`
+	GOMAXPROCS Value `json:"gomaxprocs,omitempty"`
+	// The load generator: the http lane it targets, by name, and either a
+	// closed loop (requests, concurrency) or an open one (rate, requests
+	// per second).
+	Target      string  `json:"target,omitempty"`
+	Requests    int     `json:"requests,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
 }
 
 // Limits are the docker run flags Limit Lab supports, spelled as the CLI

@@ -63,6 +63,10 @@ func (r Resources) CPULimit() float64 {
 
 // Plan is a validated spec: everything needed to start the containers.
 type Plan struct {
+	// Groups are the lanes that run together, in order: all of them in a
+	// parallel run; in a sequential run each lane alone, except that an
+	// http lane runs with the load lanes that target it.
+	Groups   [][]int
 	Lab      string       // the lab's id, if the spec is a lab's
 	Verdict  *VerdictSpec // how to judge the run; nil: the default
 	Name     string
@@ -76,6 +80,8 @@ type PlannedLane struct {
 	Name      string
 	Workload  Workload
 	Resources Resources
+	// Target is the http lane a load lane loads (-1 for other lanes).
+	Target int
 }
 
 // Validate checks a spec against a host, mirroring the docker CLI's parsing
@@ -146,12 +152,72 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		for _, e := range lerrs {
 			add(i, e.Field, "%s", e.Message)
 		}
-		plan.Lanes = append(plan.Lanes, PlannedLane{Name: name, Workload: w, Resources: res})
+		plan.Lanes = append(plan.Lanes, PlannedLane{Name: name, Workload: w, Resources: res, Target: -1})
 	}
+	errs = append(errs, linkTargets(&plan)...)
 	if len(errs) > 0 {
 		return Plan{}, errs
 	}
+	plan.Groups = groups(plan)
 	return plan, nil
+}
+
+// linkTargets resolves each load lane's target to an http lane.
+func linkTargets(plan *Plan) Errors {
+	var errs Errors
+	byName := map[string]int{}
+	for i, l := range plan.Lanes {
+		byName[l.Name] = i
+	}
+	for i := range plan.Lanes {
+		w := plan.Lanes[i].Workload
+		if w.Kind != KindLoad || w.Target == "" {
+			continue
+		}
+		j, ok := byName[w.Target]
+		switch {
+		case !ok:
+			errs = append(errs, FieldError{Lane: i, Field: "workload.target", Message: fmt.Sprintf("no lane is named %q", w.Target)})
+		case plan.Lanes[j].Workload.Kind != KindHTTP:
+			errs = append(errs, FieldError{Lane: i, Field: "workload.target", Message: fmt.Sprintf("lane %q runs %s, not an http service", w.Target, plan.Lanes[j].Workload.Kind)})
+		default:
+			plan.Lanes[i].Target = j
+		}
+	}
+	return errs
+}
+
+// TargetOf is the lane a load lane targets, or -1.
+func (p Plan) TargetOf(lane int) int { return p.Lanes[lane].Target }
+
+func groups(plan Plan) [][]int {
+	if plan.Mode != Sequential {
+		all := make([]int, len(plan.Lanes))
+		for i := range all {
+			all[i] = i
+		}
+		return [][]int{all}
+	}
+	var out [][]int
+	placed := map[int]bool{}
+	for i := range plan.Lanes {
+		if placed[i] {
+			continue
+		}
+		service := i
+		if t := plan.TargetOf(i); t >= 0 {
+			service = t
+		}
+		var g []int
+		for j := range plan.Lanes {
+			if !placed[j] && (j == service || plan.TargetOf(j) == service && plan.Lanes[service].Workload.Kind == KindHTTP) {
+				g = append(g, j)
+				placed[j] = true
+			}
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // ResolveLimits parses and checks one lane's limits. Errors carry only the

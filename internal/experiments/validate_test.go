@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -208,7 +209,7 @@ func TestParseLimitsAsNumbersOrStrings(t *testing.T) {
 
 func TestDockerRun(t *testing.T) {
 	got := DockerRun("limitlab-workload", Workload{Kind: KindMD5, MB: 30},
-		Resources{NanoCPUs: 5e8, CPUShares: 512, CpusetCpus: "0,1", Memory: 64 << 20, MemorySwap: -1, PidsLimit: 512})
+		Resources{NanoCPUs: 5e8, CPUShares: 512, CpusetCpus: "0,1", Memory: 64 << 20, MemorySwap: -1, PidsLimit: 512}, "")
 	want := "docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges --network none " +
 		"--cpus 0.5 --cpu-shares 512 --cpuset-cpus 0,1 --memory 64m --memory-swap -1 --pids-limit 512 " +
 		"limitlab-workload md5 -mb 30"
@@ -316,5 +317,57 @@ func TestResolveChange(t *testing.T) {
 	}
 	if m := cur.Merge(Resources{NanoCPUs: 5e8, PidsLimit: 10}); m.NanoCPUs != 5e8 || m.PidsLimit != 10 || m.Memory != 64<<20 {
 		t.Errorf("merge = %+v", m)
+	}
+}
+
+func TestServicesAndLoad(t *testing.T) {
+	svc := func(name string) Lane { return Lane{Name: name, Workload: Workload{Kind: KindHTTP}} }
+	load := func(name, target string) Lane {
+		return Lane{Name: name, Workload: Workload{Kind: KindLoad, Target: target, Requests: 100}}
+	}
+	plan, errs := Validate(Spec{Mode: Sequential, Lanes: []Lane{
+		load("ab host", "svc host"), svc("svc host"), svc("svc auto"), load("ab auto", "svc auto"), {Workload: Workload{Kind: KindMD5}},
+	}}, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if plan.Lanes[0].Target != 1 || plan.Lanes[3].Target != 2 || plan.Lanes[1].Target != -1 {
+		t.Errorf("targets %d %d %d", plan.Lanes[0].Target, plan.Lanes[3].Target, plan.Lanes[1].Target)
+	}
+	want := [][]int{{0, 1}, {2, 3}, {4}}
+	if fmt.Sprint(plan.Groups) != fmt.Sprint(want) {
+		t.Errorf("groups %v, want %v", plan.Groups, want)
+	}
+	if w := plan.Lanes[1].Workload; w.GOMAXPROCS != "auto" || w.WorkUS != 1000 {
+		t.Errorf("http defaults %+v", w)
+	}
+	if got := strings.Join(plan.Lanes[0].Workload.Args(), " "); got != "load -target http://127.0.0.1:8080/ -requests 100 -concurrency 1" {
+		t.Errorf("load args %q", got)
+	}
+
+	tests := []struct {
+		name  string
+		lanes []Lane
+		lane  int
+		field string
+		part  string
+	}{
+		{"no such target", []Lane{load("ab", "nope")}, 0, "workload.target", `no lane is named "nope"`},
+		{"target not http", []Lane{{Name: "m", Workload: Workload{Kind: KindMD5}}, load("ab", "m")}, 1, "workload.target", "not an http service"},
+		{"no target", []Lane{{Workload: Workload{Kind: KindLoad, Requests: 1}}}, 0, "workload.target", "missing"},
+		{"no bound", []Lane{svc("s"), {Workload: Workload{Kind: KindLoad, Target: "s"}}}, 1, "workload.requests", "give requests"},
+		{"bad gomaxprocs", []Lane{{Workload: Workload{Kind: KindHTTP, GOMAXPROCS: "lots"}}}, 0, "workload.gomaxprocs", "auto, host or a number"},
+		{"target on md5", []Lane{{Workload: Workload{Kind: KindMD5, Target: "x"}}}, 0, "workload.target", "does not apply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := Validate(Spec{Lanes: tt.lanes}, twoCPUs)
+			for _, e := range errs {
+				if e.Lane == tt.lane && e.Field == tt.field && strings.Contains(e.Message, tt.part) {
+					return
+				}
+			}
+			t.Errorf("errors %v: none on lane %d field %q containing %q", errs, tt.lane, tt.field, tt.part)
+		})
 	}
 }

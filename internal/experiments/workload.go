@@ -11,10 +11,16 @@ const (
 	KindPrimes = "primes"
 	KindSpin   = "spin"
 	KindMem    = "mem"
+	KindHTTP   = "http"
+	KindLoad   = "load"
 )
 
 // Kinds lists the workload kinds in the order the builder offers them.
-var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem}
+var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad}
+
+// ServicePort is where an http lane listens. Its load lanes share its
+// network namespace, so they reach it on loopback.
+const ServicePort = 8080
 
 // Unit is what a workload's throughput counts.
 func (w Workload) Unit() string {
@@ -27,6 +33,8 @@ func (w Workload) Unit() string {
 		return "Mloops/s"
 	case KindMem:
 		return "MB/s"
+	case KindHTTP, KindLoad:
+		return "req/s"
 	}
 	return ""
 }
@@ -63,6 +71,37 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		if w.Seconds == 0 {
 			w.Seconds = 5
 		}
+	case KindHTTP:
+		// seconds 0: serve until the lanes that load it have ended.
+		ints = []bound{{"work_us", &w.WorkUS, 1000, 1000000}}
+		usesSeconds = true
+		if w.AllocKB < 0 || w.AllocKB > 65536 {
+			add("workload.alloc_kb", "must be from 0 to 65536, got %d", w.AllocKB)
+		}
+		switch g := string(w.GOMAXPROCS); g {
+		case "":
+			w.GOMAXPROCS = "auto"
+		case "auto", "host":
+		default:
+			if n, err := strconv.Atoi(g); err != nil || n < 1 || n > 1024 {
+				add("workload.gomaxprocs", "want auto, host or a number from 1 to 1024, got %q", g)
+			}
+		}
+	case KindLoad:
+		ints = []bound{{"concurrency", &w.Concurrency, 1, 1024}}
+		usesSeconds = true
+		if w.Target == "" {
+			add("workload.target", "missing: name the http lane to load")
+		}
+		if w.Requests < 0 || w.Requests > 10000000 {
+			add("workload.requests", "must be from 0 to 10000000, got %d", w.Requests)
+		}
+		if w.Rate < 0 || w.Rate > 100000 {
+			add("workload.rate", "must be from 0 (closed loop) to 100000 requests/s, got %g", w.Rate)
+		}
+		if w.Requests == 0 && w.Seconds == 0 {
+			add("workload.requests", "give requests, or seconds to run for")
+		}
 	case "":
 		add("workload.kind", "missing: want one of %v", Kinds)
 		return w, errs
@@ -83,8 +122,19 @@ func validateWorkload(w Workload) (Workload, Errors) {
 	if w.Kind == KindPrimes && w.MaxPrime < 3 {
 		add("workload.max_prime", "must be at least 3, got %d", w.MaxPrime)
 	}
-	for field, set := range map[string]bool{"mb": w.MB != 0, "threads": w.Threads != 0, "events": w.Events != 0, "max_prime": w.MaxPrime != 0} {
+	for field, set := range map[string]bool{"mb": w.MB != 0, "threads": w.Threads != 0, "events": w.Events != 0, "max_prime": w.MaxPrime != 0,
+		"work_us": w.WorkUS != 0, "concurrency": w.Concurrency != 0} {
 		if set && !used[field] {
+			add("workload."+field, "does not apply to the %s workload", w.Kind)
+		}
+	}
+	for field, set := range map[string]bool{"alloc_kb": w.AllocKB != 0, "gomaxprocs": w.GOMAXPROCS != ""} {
+		if set && w.Kind != KindHTTP {
+			add("workload."+field, "does not apply to the %s workload", w.Kind)
+		}
+	}
+	for field, set := range map[string]bool{"target": w.Target != "", "requests": w.Requests != 0, "rate": w.Rate != 0} {
+		if set && w.Kind != KindLoad {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
 	}
@@ -125,5 +175,16 @@ func (w Workload) Args() []string {
 	flag("max-prime", w.MaxPrime)
 	flagf("seconds", w.Seconds)
 	flagf("rate", w.RateMBps)
+	flag("work-us", w.WorkUS)
+	flag("alloc-kb", w.AllocKB)
+	if w.GOMAXPROCS != "" {
+		args = append(args, "-gomaxprocs", string(w.GOMAXPROCS))
+	}
+	if w.Kind == KindLoad {
+		args = append(args, "-target", "http://127.0.0.1:"+strconv.Itoa(ServicePort)+"/")
+	}
+	flag("requests", w.Requests)
+	flag("concurrency", w.Concurrency)
+	flagf("rps", w.Rate)
 	return args
 }

@@ -16,16 +16,23 @@ const workloadUser = "65534:65534"
 
 // createOptions builds a lane's container from validated fields only;
 // nothing a client sent passes through. Every container is labelled with
-// its run, unprivileged, without capabilities or network, on a read-only
-// root with a small tmpfs, and has a pids limit.
-func createOptions(runID string, lane int, l experiments.PlannedLane, image string) client.ContainerCreateOptions {
+// its run, unprivileged, without capabilities, on a read-only root with a
+// small tmpfs, and has a pids limit. It has no network: only loopback. A
+// load lane joins the network namespace of the http lane it loads
+// (targetID), the run's private network, which has no address anything
+// outside the run could reach and goes when the service goes.
+func createOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
 	r := l.Resources
 	pids := r.PidsLimit
 	if pids <= 0 {
 		pids = experiments.DefaultPidsLimit
 	}
+	mode := container.NetworkMode("none")
+	if l.Target >= 0 && targetID != "" {
+		mode = container.NetworkMode("container:" + targetID)
+	}
 	return client.ContainerCreateOptions{
-		Name: fmt.Sprintf("limitlab-%s-%d", runID, lane),
+		Name: containerName(runID, lane),
 		Config: &container.Config{
 			Image: image,
 			Cmd:   l.Workload.Args(),
@@ -36,7 +43,7 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image stri
 			},
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode:    "none",
+			NetworkMode:    mode,
 			Privileged:     false,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
@@ -57,6 +64,8 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image stri
 		},
 	}
 }
+
+func containerName(runID string, lane int) string { return fmt.Sprintf("limitlab-%s-%d", runID, lane) }
 
 // appliedResources reads back the limits the engine applied, as inspect
 // reports them: these, not the request, are what the user is shown.

@@ -79,9 +79,14 @@ type LaneResult struct {
 	ThrottledPeriods uint64   `json:"throttled_periods"`
 	ThrottledSeconds float64  `json:"throttled_seconds"`
 	StatsSource      string   `json:"stats_source,omitempty"`
-	Result           string   `json:"result,omitempty"`
-	Error            string   `json:"error,omitempty"`
-	completed        bool     // ran to its end, for the model
+	// A load lane's totals, like ab's: requests = successes + failures.
+	Requests  int64             `json:"requests,omitempty"`
+	Failures  int64             `json:"failures,omitempty"`
+	RPS       float64           `json:"rps,omitempty"`
+	LatencyMs *workload.Latency `json:"latency_ms,omitempty"`
+	Result    string            `json:"result,omitempty"`
+	Error     string            `json:"error,omitempty"`
+	completed bool              // ran to its end, for the model
 	// atStart is what the engine applied when the container was created;
 	// Applied follows live changes.
 	atStart experiments.Resources
@@ -406,21 +411,21 @@ func (m *Manager) runLanes(ctx context.Context, r *Run, log *slog.Logger) (State
 		m.sample(sctx, r)
 	}()
 
-	if r.plan.Mode == experiments.Sequential {
-		for i := range r.plan.Lanes {
-			if ctx.Err() != nil {
+	// Groups run one after another, the lanes of a group together.
+	for _, group := range r.plan.Groups {
+		if ctx.Err() != nil {
+			for _, i := range group {
 				r.setLane(i, func(l *LaneResult) { l.State = LaneSkipped })
-				continue
 			}
-			m.runLane(ctx, r, i, log)
+			continue
 		}
-	} else {
 		var lanes sync.WaitGroup
-		for i := range r.plan.Lanes {
+		for _, i := range group {
 			lanes.Add(1)
 			go func() {
 				defer lanes.Done()
 				m.runLane(ctx, r, i, log)
+				m.stopIdleService(r, i, log)
 			}()
 		}
 		lanes.Wait()
@@ -532,22 +537,36 @@ func (m *Manager) judgeLocked(r *Run) {
 // createAll creates every lane's container and reads back what the engine
 // applied. It reports whether any lane failed.
 func (m *Manager) createAll(ctx context.Context, r *Run) bool {
-	failed := false
-	for i, l := range r.plan.Lanes {
-		res, err := m.eng.ContainerCreate(ctx, createOptions(r.id, i, l, m.opts.Image))
+	// Load lanes join their service's network namespace, so services are
+	// created first.
+	order := make([]int, 0, len(r.plan.Lanes))
+	for pass := range 2 {
+		for i, l := range r.plan.Lanes {
+			if (l.Target >= 0) == (pass == 1) {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
+		l := r.plan.Lanes[i]
+		targetID := ""
+		if l.Target >= 0 {
+			r.mu.Lock()
+			targetID = r.lanes[l.Target].id
+			r.mu.Unlock()
+		}
+		res, err := m.eng.ContainerCreate(ctx, createOptions(r.id, i, l, m.opts.Image, targetID))
 		if err != nil {
-			failed = true
 			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: " + err.Error() })
-			break
+			return true
 		}
 		r.mu.Lock()
 		r.lanes[i].id = res.ID
 		r.mu.Unlock()
 		ins, err := m.eng.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
 		if err != nil {
-			failed = true
 			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: inspect: " + err.Error() })
-			break
+			return true
 		}
 		applied := appliedResources(ins.Container.HostConfig.Resources)
 		r.setLane(i, func(lr *LaneResult) {
@@ -555,10 +574,64 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 			lr.Applied, lr.atStart = &applied, applied
 			lr.CPULimit = applied.CPULimit()
 			lr.Warnings = res.Warnings
-			lr.DockerRun = experiments.DockerRun(ImageRepo, l.Workload, applied)
+			network := ""
+			if l.Target >= 0 {
+				network = "container:" + containerName(r.id, l.Target)
+			}
+			lr.DockerRun = experiments.DockerRun(ImageRepo, l.Workload, applied, network)
 		})
 	}
-	return failed
+	return false
+}
+
+// awaitRunning waits until lane t runs, failing if it ends first.
+func (r *Run) awaitRunning(ctx context.Context, t int) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		st := r.view.Lanes[t].State
+		name := r.view.Lanes[t].Name
+		r.mu.Unlock()
+		switch st {
+		case LaneRunning:
+			return nil
+		case LaneExited, LaneSkipped:
+			return fmt.Errorf("its service lane %q is not running", name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// stopIdleService stops the http lane that load lane i targeted once every
+// lane loading it has ended: SIGTERM, on which the service prints its
+// summary and exits cleanly.
+func (m *Manager) stopIdleService(r *Run, i int, log *slog.Logger) {
+	t := r.plan.TargetOf(i)
+	if t < 0 {
+		return
+	}
+	r.mu.Lock()
+	for j := range r.plan.Lanes {
+		if r.plan.TargetOf(j) == t && r.view.Lanes[j].State != LaneExited && r.view.Lanes[j].State != LaneSkipped {
+			r.mu.Unlock()
+			return
+		}
+	}
+	id, running := r.lanes[t].id, r.view.Lanes[t].State == LaneRunning
+	r.mu.Unlock()
+	if !running {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "TERM"}); err != nil {
+		log.Debug("stop service", slog.Int("lane", t), slog.Any("err", err))
+	}
 }
 
 // removeAll removes the run's containers, even when the run was cancelled.
@@ -593,6 +666,14 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	defer wcancel()
 	wait := m.eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
+	if t := r.plan.Lanes[i].Target; t >= 0 {
+		// A load lane joins its service's network namespace, which exists
+		// only while the service runs.
+		if err := r.awaitRunning(ctx, t); err != nil {
+			r.setLane(i, func(l *LaneResult) { l.State = LaneExited; l.Error = err.Error() })
+			return
+		}
+	}
 	if _, err := m.eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		r.setLane(i, func(l *LaneResult) { l.State = LaneExited; l.Error = "engine: start: " + err.Error() })
 		return
@@ -679,6 +760,9 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 		l.WallSeconds, l.UserSeconds, l.SysSeconds = s.WallS, s.UserS, s.SysS
 		l.Throughput = s.Throughput
 		l.Result = s.Result
+		if l.Workload.Kind == experiments.KindLoad {
+			l.Requests, l.Failures, l.RPS, l.LatencyMs = int64(s.Done), s.Failures, s.Throughput, s.Latency
+		}
 	} else if l.WallSeconds > 0 {
 		l.Throughput = rt.done / l.WallSeconds
 	}

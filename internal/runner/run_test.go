@@ -182,7 +182,7 @@ func TestReapRemovesLeftovers(t *testing.T) {
 	eng, image, _ := engine(t)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
-	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("leftover", 0, plan, image))
+	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("leftover", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestContainerIsHardened(t *testing.T) {
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
 		Resources: experiments.Resources{Memory: 64 << 20}}
-	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("hardened", 0, plan, image))
+	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("hardened", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

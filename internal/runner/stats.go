@@ -37,7 +37,9 @@ type Sample struct {
 	ReadBps  float64 `json:"read_bps"`
 	WriteBps float64 `json:"write_bps"`
 	Pids     uint64  `json:"pids"`
-	// Throttling in this interval: periods throttled, and milliseconds.
+	// Throttling in this interval: CFS periods, periods throttled, and
+	// milliseconds throttled.
+	Periods          uint64  `json:"periods"`
 	ThrottledPeriods uint64  `json:"throttled_periods"`
 	ThrottledMs      float64 `json:"throttled_ms"`
 	// Throughput is the workload's own report, in its unit per second.
@@ -112,6 +114,7 @@ func MakeSample(lane int, t float64, prev, cur Counters) Sample {
 		ReadBps:          rate(prev.ReadBytes, cur.ReadBytes, dt),
 		WriteBps:         rate(prev.WriteBytes, cur.WriteBytes, dt),
 		Pids:             cur.Pids,
+		Periods:          delta(prev.Periods, cur.Periods),
 		ThrottledPeriods: delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
 		ThrottledMs:      float64(delta(prev.ThrottledNs, cur.ThrottledNs)) / 1e6,
 	}

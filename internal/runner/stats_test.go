@@ -76,11 +76,11 @@ func TestCalculateCPUCores(t *testing.T) {
 
 func TestMakeSample(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	prev := Counters{At: t0, CPUNs: 1e9, ThrottledPeriods: 10, ThrottledNs: 50e6, WriteBytes: 1 << 20}
-	cur := Counters{At: t0.Add(500 * time.Millisecond), CPUNs: 1.25e9, ThrottledPeriods: 13, ThrottledNs: 80e6,
+	prev := Counters{At: t0, CPUNs: 1e9, Periods: 20, ThrottledPeriods: 10, ThrottledNs: 50e6, WriteBytes: 1 << 20}
+	cur := Counters{At: t0.Add(500 * time.Millisecond), CPUNs: 1.25e9, Periods: 25, ThrottledPeriods: 13, ThrottledNs: 80e6,
 		WriteBytes: 2 << 20, MemBytes: 42, MemLimit: 64 << 20, Pids: 3}
 	s := MakeSample(2, 7.5, prev, cur)
-	want := Sample{Lane: 2, T: 7.5, DT: 0.5, CPU: 0.5, MemBytes: 42, MemLimit: 64 << 20, WriteBps: 2 << 20, Pids: 3, ThrottledPeriods: 3, ThrottledMs: 30}
+	want := Sample{Lane: 2, T: 7.5, DT: 0.5, CPU: 0.5, MemBytes: 42, MemLimit: 64 << 20, WriteBps: 2 << 20, Pids: 3, Periods: 5, ThrottledPeriods: 3, ThrottledMs: 30}
 	if s != want {
 		t.Errorf("sample = %+v\nwant     %+v", s, want)
 	}

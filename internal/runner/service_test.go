@@ -1,0 +1,87 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/moby/moby/client"
+)
+
+// TestServiceUnderLoad runs an http service at half a CPU under a load
+// generator on the run's private network, beside an idle unlimited service.
+func TestServiceUnderLoad(t *testing.T) {
+	m := newTestManager(t)
+	eng, _, _ := engine(t)
+	r := startSpec(t, m, `{"name": "service", "mode": "parallel", "duration": "60s", "lanes": [
+	  {"name": "svc",  "workload": {"kind": "http", "work_us": 2000}, "limits": {"cpus": "0.5"}},
+	  {"name": "ab",   "workload": {"kind": "load", "target": "svc", "requests": 400, "concurrency": 8}},
+	  {"name": "idle", "workload": {"kind": "http", "seconds": 3}}]}`)
+	waitFor(t, 30*time.Second, "the service running", func() bool { return r.View().Lanes[0].State == runner.LaneRunning })
+
+	// The service has loopback only; the load generator shares its network
+	// namespace. Nothing has an address that anything outside could reach,
+	// and nothing is published.
+	ctx := context.Background()
+	svcIns, err := eng.ContainerInspect(ctx, "limitlab-"+r.ID()+"-0", client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := svcIns.Container.HostConfig.NetworkMode; mode != "none" || len(svcIns.Container.HostConfig.PortBindings) != 0 {
+		t.Errorf("service network mode %q, port bindings %v", mode, svcIns.Container.HostConfig.PortBindings)
+	}
+	for name, ep := range svcIns.Container.NetworkSettings.Networks {
+		if ip := ep.IPAddress; ip.IsValid() {
+			t.Errorf("service has address %s on network %s", ip, name)
+		}
+	}
+	abIns, err := eng.ContainerInspect(ctx, "limitlab-"+r.ID()+"-1", client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := string(abIns.Container.HostConfig.NetworkMode); mode != "container:"+svcIns.Container.ID {
+		t.Errorf("load generator network mode %q, want the service's namespace", mode)
+	}
+
+	v := waitDone(t, r, 2*time.Minute)
+	if v.State != runner.StateDone {
+		t.Fatalf("state %s: %s (%+v)", v.State, v.Error, v.Lanes)
+	}
+	svc, ab := v.Lanes[0], v.Lanes[1]
+	if ab.Requests != 400 || ab.Failures != 0 || ab.RPS <= 0 || ab.LatencyMs == nil {
+		t.Errorf("load totals: requests %d failures %d rps %g latency %+v", ab.Requests, ab.Failures, ab.RPS, ab.LatencyMs)
+	}
+	if l := ab.LatencyMs; l != nil && !(l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("percentiles out of order: %+v", l)
+	}
+	if svc.ExitCode == nil || *svc.ExitCode != 0 || svc.TimedOut {
+		t.Errorf("service ended with %v (timed out %v): it should stop cleanly when its load ends", svc.ExitCode, svc.TimedOut)
+	}
+	if svc.ThrottledPeriods == 0 {
+		t.Error("the half-CPU service under load was never throttled")
+	}
+	var svcThrottled, idleThrottled uint64
+	hist, _ := r.Hub().Subscribe()
+	for _, b := range hist {
+		var msg runner.Message
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range msg.Samples {
+			switch s.Lane {
+			case 0:
+				svcThrottled += s.ThrottledPeriods
+			case 2:
+				idleThrottled += s.ThrottledPeriods
+			}
+		}
+	}
+	if svcThrottled == 0 || idleThrottled != 0 {
+		t.Errorf("throttled periods in samples: service %d (want > 0), idle %d (want 0)", svcThrottled, idleThrottled)
+	}
+	if n := labelled(t, r.ID()); n != 0 {
+		t.Errorf("%d containers remain", n)
+	}
+}
