@@ -7,7 +7,9 @@ const lanesEl = document.getElementById("lanes");
 const template = document.getElementById("lane-template");
 const runErrors = document.getElementById("run-errors");
 const labs = JSON.parse(document.getElementById("labs-data").textContent || "[]");
-const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds", "workload.rate_mb_s"]);
+const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds",
+  "workload.rate_mb_s", "workload.work_us", "workload.alloc_kb", "workload.requests", "workload.concurrency",
+  "workload.rate", "workload.burst"]);
 
 function get(obj, path) {
   return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);

@@ -19,6 +19,10 @@ const metrics = [
   { key: "io", title: "Block IO (MB/s, read + write)", get: (s) => (s.read_bps + s.write_bps) / 1e6, digits: 2 },
   { key: "pids", title: "Pids", get: (s) => s.pids, digits: 0 },
   { key: "throttled", title: "CFS throttled time (ms per second)", get: (s) => (s.dt > 0 ? s.throttled_ms / s.dt : 0), digits: 1 },
+  { key: "throttled-periods", title: "CFS periods throttled (%)",
+    get: (s) => (s.periods > 0 ? (100 * s.throttled_periods) / s.periods : 0), digits: 0 },
+  { key: "pressure", title: "CPU pressure: time some task waited for a CPU (ms per second, cgroup v2)",
+    get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, pressure: true },
   { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1 },
 ];
 
@@ -55,7 +59,9 @@ function buildCharts() {
   chartsEl.replaceChildren();
   xs = [];
   const n = run.lanes.length;
-  charts = metrics.map((m) => {
+  // Pressure is only drawn where the kernel reports it.
+  const shown = metrics.filter((m) => !m.pressure || chartsEl.dataset.pressure === "true");
+  charts = shown.map((m) => {
     const box = document.createElement("div");
     box.className = "chart";
     box.setAttribute("data-testid", `chart-${m.key}`);

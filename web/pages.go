@@ -23,8 +23,9 @@ func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
-	ncpu := h.Runs.Host().NCPU
-	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, ncpu) })
+	host := h.Runs.Host()
+	pressure := host.CgroupVersion == "2" && host.StatsSource == "cgroup"
+	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, pressure) })
 }
 
 // resultsFragment is the results table alone, which the run page fetches

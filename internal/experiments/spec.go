@@ -70,6 +70,7 @@ type Workload struct {
 	Requests    int     `json:"requests,omitempty"`
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
+	Burst       int     `json:"burst,omitempty"` // open loop: requests sent at once
 }
 
 // Limits are the docker run flags Limit Lab supports, spelled as the CLI

@@ -102,6 +102,9 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		if w.Requests == 0 && w.Seconds == 0 {
 			add("workload.requests", "give requests, or seconds to run for")
 		}
+		if w.Burst < 0 || w.Burst > 10000 || (w.Burst > 0 && w.Rate == 0) {
+			add("workload.burst", "want 1 to 10000 requests at once, with a rate (open loop), got %d", w.Burst)
+		}
 	case "":
 		add("workload.kind", "missing: want one of %v", Kinds)
 		return w, errs
@@ -133,7 +136,7 @@ func validateWorkload(w Workload) (Workload, Errors) {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
 	}
-	for field, set := range map[string]bool{"target": w.Target != "", "requests": w.Requests != 0, "rate": w.Rate != 0} {
+	for field, set := range map[string]bool{"target": w.Target != "", "requests": w.Requests != 0, "rate": w.Rate != 0, "burst": w.Burst != 0} {
 		if set && w.Kind != KindLoad {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
@@ -186,5 +189,6 @@ func (w Workload) Args() []string {
 	flag("requests", w.Requests)
 	flag("concurrency", w.Concurrency)
 	flagf("rps", w.Rate)
+	flag("burst", w.Burst)
 	return args
 }

@@ -250,7 +250,28 @@ func (r *CgroupReader) readV2() (Counters, error) {
 		c.ReadBytes, c.WriteBytes, c.ReadOps, c.WriteOps = parseIOStatV2(b)
 	}
 	c.Pids, _ = r.readUint(d, "pids.current")
+	if b, err := r.readFile(d, "cpu.pressure"); err == nil {
+		c.PressureUs, c.HasPressure = parsePressure(b)
+	}
 	return c, nil
+}
+
+// parsePressure reads the "some" line's total of a PSI file
+// ("some avg10=0.00 avg60=0.00 avg300=0.00 total=12345"), in microseconds.
+func parsePressure(b []byte) (uint64, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "some" {
+			continue
+		}
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "total="); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
 }
 
 // parseIOStatV2 sums a v2 io.stat file

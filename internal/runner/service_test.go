@@ -3,6 +3,8 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +85,33 @@ func TestServiceUnderLoad(t *testing.T) {
 	}
 	if n := labelled(t, r.ID()); n != 0 {
 		t.Errorf("%d containers remain", n)
+	}
+}
+
+// TestGOMAXPROCSLab runs the lab as defined: each arm's service serves its
+// load to the end, and the load table has every arm's totals and latency
+// percentiles.
+func TestGOMAXPROCSLab(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"lab": "gomaxprocs"}`)
+	v := waitDone(t, r, 3*time.Minute)
+	if v.State != runner.StateDone {
+		t.Fatalf("state %s: %s", v.State, v.Error)
+	}
+	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
+	for _, l := range v.Lanes {
+		switch l.Workload.Kind {
+		case "http":
+			if l.ExitCode == nil || *l.ExitCode != 0 || l.Periods == 0 {
+				t.Errorf("%s: exit %v, %d periods", l.Name, l.ExitCode, l.Periods)
+			}
+			if want, ok := arms[l.Name]; ok && !strings.Contains(l.Result, want) {
+				t.Errorf("%s: %q, want %s", l.Name, l.Result, want)
+			}
+		case "load":
+			if l.Requests != 1024 || l.Failures > l.Requests || l.RPS <= 0 || l.LatencyMs == nil || l.LatencyMs.P99 <= 0 {
+				t.Errorf("%s: requests %d failures %d rps %g latency %+v", l.Name, l.Requests, l.Failures, l.RPS, l.LatencyMs)
+			}
+		}
 	}
 }

@@ -22,6 +22,11 @@ type Counters struct {
 	// Block IO bytes and operations, summed over devices.
 	ReadBytes, WriteBytes, ReadOps, WriteOps uint64
 	Pids                                     uint64
+	// CPU pressure (PSI, cgroup v2's cpu.pressure): microseconds in which
+	// some task of the group waited for a CPU. HasPressure is false where
+	// the kernel does not report it (cgroup v1, engine stats).
+	PressureUs  uint64
+	HasPressure bool
 }
 
 // Sample is what a lane did between two readings of its counters. It is what
@@ -44,6 +49,8 @@ type Sample struct {
 	ThrottledMs      float64 `json:"throttled_ms"`
 	// Throughput is the workload's own report, in its unit per second.
 	Throughput float64 `json:"throughput"`
+	// PressureMs is the CPU pressure stall in this interval, where known.
+	PressureMs *float64 `json:"pressure_ms,omitempty"`
 }
 
 // delta is b-a for counters that only grow; a counter that went backwards
@@ -104,7 +111,13 @@ func rate(a, b uint64, dt time.Duration) float64 {
 // MakeSample computes one lane's sample from two readings.
 func MakeSample(lane int, t float64, prev, cur Counters) Sample {
 	dt := cur.At.Sub(prev.At)
+	var pressure *float64
+	if prev.HasPressure && cur.HasPressure {
+		ms := float64(delta(prev.PressureUs, cur.PressureUs)) / 1000
+		pressure = &ms
+	}
 	return Sample{
+		PressureMs:       pressure,
 		Lane:             lane,
 		T:                t,
 		DT:               dt.Seconds(),

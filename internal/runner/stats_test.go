@@ -116,6 +116,9 @@ func TestCgroupFiles(t *testing.T) {
 			}
 			want := wantFixture
 			want.MemLimit, want.ReadOps = tt.memLimit, tt.readOps
+			if tt.root == "testdata/cgroup-v2" {
+				want.PressureUs, want.HasPressure = 250000, true // v1 has no PSI
+			}
 			got.At = time.Time{}
 			if got != want {
 				t.Errorf("read %+v\nwant %+v", got, want)
@@ -143,5 +146,16 @@ func TestCountersFromEngine(t *testing.T) {
 	want.At, want.MemLimit = s.Read, 64<<20
 	if got != want {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestPressureSample(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := MakeSample(0, 1, Counters{At: t0, PressureUs: 1000, HasPressure: true}, Counters{At: t0.Add(time.Second), PressureUs: 251000, HasPressure: true})
+	if s.PressureMs == nil || *s.PressureMs != 250 {
+		t.Errorf("pressure %v, want 250 ms", s.PressureMs)
+	}
+	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}); s.PressureMs != nil {
+		t.Errorf("pressure %v where the kernel reports none", *s.PressureMs)
 	}
 }

@@ -188,7 +188,10 @@ func waitReady(client *http.Client, target string, within time.Duration) error {
 // measured from when each request was due, so an overloaded service shows
 // its queueing honestly). It stops after the requests or the seconds,
 // whichever comes first (0: no limit).
-func loadWork(target string, requests, concurrency int, rate, seconds float64, s *loadStats, c *counter) (string, error) {
+//
+// With burst > 1 the open loop sends burst requests at once, rate/burst
+// times a second: the same average rate, in bursts.
+func loadWork(target string, requests, concurrency, burst int, rate, seconds float64, s *loadStats, c *counter) (string, error) {
 	client := &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: max(concurrency, 64), MaxConnsPerHost: 0},
@@ -214,10 +217,11 @@ func loadWork(target string, requests, concurrency int, rate, seconds float64, s
 	var issued atomic.Int64
 	var wg sync.WaitGroup
 	if rate > 0 {
-		interval := time.Duration(float64(time.Second) / rate)
+		burst = max(burst, 1)
+		interval := time.Duration(float64(time.Second) * float64(burst) / rate)
 		start := time.Now()
 		for k := 0; requests == 0 || k < requests; k++ {
-			due := start.Add(time.Duration(k) * interval)
+			due := start.Add(time.Duration(k/burst) * interval)
 			if expired() {
 				break
 			}

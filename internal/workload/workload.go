@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	requests := fs.Int("requests", 0, "requests to send; 0 is until -seconds (load)")
 	concurrency := fs.Int("concurrency", 1, "requests in flight, closed loop like ab -c (load)")
 	rps := fs.Float64("rps", 0, "requests per second, open loop; 0 is closed loop (load)")
+	burst := fs.Int("burst", 1, "requests sent at once in the open loop (load)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		unit = "requests"
 		load = &loadStats{}
 		work = func(c *counter) (string, error) {
-			return loadWork(*target, *requests, *concurrency, *rps, *seconds, load, c)
+			return loadWork(*target, *requests, *concurrency, *burst, *rps, *seconds, load, c)
 		}
 	default:
 		return fmt.Errorf("unknown workload %q", kind)
