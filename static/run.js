@@ -10,6 +10,8 @@ const errorEl = document.getElementById("run-error");
 const stopButton = document.getElementById("stop");
 const MiB = 1024 * 1024;
 const terminal = new Set(["done", "failed", "stopped"]);
+const modelled = new Set(["md5", "primes", "spin"]);
+const controlsSection = document.getElementById("controls");
 
 const metrics = [
   { key: "cpu", title: "CPU (cores used; dashed: limit, dotted: the model's expectation)", get: (s) => s.cpu,
@@ -93,11 +95,11 @@ function buildCharts() {
       });
     }
     // The model's expected cores per lane, which moves as lanes start, end
-    // or change.
+    // or change; shown only for the lanes the model applies to.
     if (m.expected) {
       run.lanes.forEach((l, i) => {
         series.push({ label: `${l.name} expected`, stroke: laneColour(i), width: 1, dash: [1, 3],
-          points: { show: false }, value: (u, v) => fmt(v, m.digits) });
+          points: { show: false }, show: modelled.has(l.workload.kind), value: (u, v) => fmt(v, m.digits) });
       });
     }
     const perLane = () => run.lanes.map(() => []);
@@ -176,6 +178,7 @@ function onRun(view) {
 const controls = document.querySelectorAll("form.lane-control");
 
 function showControls(view) {
+  controlsSection.hidden = terminal.has(view.state);
   controls.forEach((form) => {
     const lane = view.lanes[Number(form.dataset.lane)];
     form.hidden = !lane || lane.state !== "running" || terminal.has(view.state);
