@@ -3,6 +3,8 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +39,16 @@ func TestServiceUnderLoad(t *testing.T) {
 	for name, ep := range svcIns.Container.NetworkSettings.Networks {
 		if ip := ep.IPAddress; ip.IsValid() {
 			t.Errorf("service has address %s on network %s", ip, name)
+		}
+	}
+	// A request from the host to the service's port fails: nothing is
+	// published. (Only loopback is tried: the service has no other address.)
+	hc := http.Client{Timeout: time.Second}
+	if res, err := hc.Get("http://127.0.0.1:8080/"); err == nil {
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if string(body) == "ok\n" {
+			t.Error("the host reached the service on 127.0.0.1:8080")
 		}
 	}
 	abIns, err := eng.ContainerInspect(ctx, "limitlab-"+r.ID()+"-1", client.ContainerInspectOptions{})
