@@ -23,9 +23,8 @@ const workloadUser = "65534:65534"
 // outside the run could reach and goes when the service goes.
 func createOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
 	r := l.Resources
-	pids := r.PidsLimit
-	if pids <= 0 {
-		pids = experiments.DefaultPidsLimit
+	if r.PidsLimit <= 0 {
+		r.PidsLimit = experiments.DefaultPidsLimit
 	}
 	mode := container.NetworkMode("none")
 	if l.Target >= 0 && targetID != "" {
@@ -50,19 +49,28 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image, tar
 			ReadonlyRootfs: true,
 			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
 			LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "1"}},
-			Resources: container.Resources{
-				NanoCPUs:          r.NanoCPUs,
-				CPUShares:         r.CPUShares,
-				CpusetCpus:        r.CpusetCpus,
-				CPUPeriod:         r.CPUPeriod,
-				CPUQuota:          r.CPUQuota,
-				Memory:            r.Memory,
-				MemorySwap:        r.MemorySwap,
-				MemoryReservation: r.MemoryReservation,
-				PidsLimit:         &pids,
-			},
+			Resources:      engineResources(r),
 		},
 	}
+}
+
+// engineResources is the Engine API's form of a lane's limits; zero fields
+// are unset (and, in an update, unchanged).
+func engineResources(r experiments.Resources) container.Resources {
+	out := container.Resources{
+		NanoCPUs:          r.NanoCPUs,
+		CPUShares:         r.CPUShares,
+		CpusetCpus:        r.CpusetCpus,
+		CPUPeriod:         r.CPUPeriod,
+		CPUQuota:          r.CPUQuota,
+		Memory:            r.Memory,
+		MemorySwap:        r.MemorySwap,
+		MemoryReservation: r.MemoryReservation,
+	}
+	if r.PidsLimit > 0 {
+		out.PidsLimit = &r.PidsLimit
+	}
+	return out
 }
 
 func containerName(runID string, lane int) string { return fmt.Sprintf("limitlab-%s-%d", runID, lane) }

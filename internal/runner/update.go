@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -51,16 +50,7 @@ func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, chan
 		// memory; keep that default rather than trip over the old one.
 		delta.MemorySwap = 2 * delta.Memory
 	}
-	res := container.Resources{
-		NanoCPUs:   delta.NanoCPUs,
-		CPUShares:  delta.CPUShares,
-		CpusetCpus: delta.CpusetCpus,
-		Memory:     delta.Memory,
-		MemorySwap: delta.MemorySwap,
-	}
-	if delta.PidsLimit > 0 {
-		res.PidsLimit = &delta.PidsLimit
-	}
+	res := engineResources(delta)
 	upd, err := m.eng.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &res})
 	if err != nil {
 		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "engine: " + err.Error()}}

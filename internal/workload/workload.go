@@ -232,20 +232,27 @@ func md5Work(mb int, c *counter) (string, error) {
 func primesWork(threads, events, maxPrime int, c *counter) string {
 	var next atomic.Int64
 	var found atomic.Int64
+	onThreads(threads, func() {
+		for next.Add(1) <= int64(events) {
+			found.Store(int64(countPrimes(maxPrime)))
+			c.add(1)
+		}
+	})
+	return fmt.Sprintf("%d primes below %d", found.Load(), maxPrime)
+}
+
+// onThreads runs f on n OS threads of its own and waits for them all.
+func onThreads(n int, f func()) {
 	var wg sync.WaitGroup
-	for range threads {
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
-			for next.Add(1) <= int64(events) {
-				found.Store(int64(countPrimes(maxPrime)))
-				c.add(1)
-			}
+			f()
 		}()
 	}
 	wg.Wait()
-	return fmt.Sprintf("%d primes below %d", found.Load(), maxPrime)
 }
 
 func countPrimes(maxPrime int) int {
@@ -269,23 +276,16 @@ func countPrimes(maxPrime int) int {
 // millions.
 func spinWork(threads int, seconds float64, c *counter) string {
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
-	var wg sync.WaitGroup
-	for range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			x := uint64(1)
-			for time.Now().Before(deadline) {
-				for range 1 << 16 {
-					x = x*6364136223846793005 + 1442695040888963407
-				}
-				c.add(float64(1<<16) / 1e6)
+	onThreads(threads, func() {
+		x := uint64(1)
+		for time.Now().Before(deadline) {
+			for range 1 << 16 {
+				x = x*6364136223846793005 + 1442695040888963407
 			}
-			_ = x
-		}()
-	}
-	wg.Wait()
+			c.add(float64(1<<16) / 1e6)
+		}
+		_ = x
+	})
 	return ""
 }
 
