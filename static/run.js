@@ -26,6 +26,8 @@ const metrics = [
   { key: "pressure", title: "CPU pressure: time some task waited for a CPU (ms per second, cgroup v2)",
     get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, pressure: true },
   { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1 },
+  { key: "latency", title: "Load: p99 latency of each interval (ms)", get: (s) => (s.latency_ms ? s.latency_ms.p99 : null),
+    digits: 1, load: true },
 ];
 
 let run = null;
@@ -62,7 +64,8 @@ function buildCharts() {
   xs = [];
   const n = run.lanes.length;
   // Pressure is only drawn where the kernel reports it.
-  const shown = metrics.filter((m) => !m.pressure || chartsEl.dataset.pressure === "true");
+  const hasLoad = run.lanes.some((l) => l.workload.kind === "load");
+  const shown = metrics.filter((m) => (!m.pressure || chartsEl.dataset.pressure === "true") && (!m.load || hasLoad));
   charts = shown.map((m) => {
     const box = document.createElement("div");
     box.className = "chart";

@@ -158,6 +158,9 @@ type laneRT struct {
 	prev     Counters
 	hasPrev  bool
 	rate     float64 // workload's last reported rate
+	// A load lane's last interval: its latency and failures so far.
+	latency  *workload.Latency
+	failures int64
 	done     float64 // workload's last reported total
 	summary  *workload.Line
 	samples  []experiments.CoreSample
@@ -860,6 +863,7 @@ func (m *Manager) followLogs(ctx context.Context, r *Run, rt *laneRT, id string,
 			rt.done = line.Done
 		} else {
 			rt.rate, rt.done = line.Rate, line.Done
+			rt.latency, rt.failures = line.Latency, line.Failures
 		}
 		r.mu.Unlock()
 	}
@@ -926,6 +930,10 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 				if l.hasPrev {
 					s := MakeSample(j.i, c.At.Sub(r.start).Seconds(), l.prev, c)
 					s.Throughput = l.rate
+					if l.latency != nil {
+						s.LatencyMs, s.Failures = l.latency, l.failures
+						l.latency = nil // each interval's latency goes out once
+					}
 					batch = append(batch, s)
 					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
 				}

@@ -77,6 +77,7 @@ func TestServiceUnderLoad(t *testing.T) {
 		t.Error("the half-CPU service under load was never throttled")
 	}
 	var svcThrottled, idleThrottled uint64
+	latencySamples := 0
 	hist, _ := r.Hub().Subscribe()
 	for _, b := range hist {
 		var msg runner.Message
@@ -87,6 +88,10 @@ func TestServiceUnderLoad(t *testing.T) {
 			switch s.Lane {
 			case 0:
 				svcThrottled += s.ThrottledPeriods
+			case 1:
+				if s.LatencyMs != nil && s.LatencyMs.P99 > 0 {
+					latencySamples++
+				}
 			case 2:
 				idleThrottled += s.ThrottledPeriods
 			}
@@ -94,6 +99,9 @@ func TestServiceUnderLoad(t *testing.T) {
 	}
 	if svcThrottled == 0 || idleThrottled != 0 {
 		t.Errorf("throttled periods in samples: service %d (want > 0), idle %d (want 0)", svcThrottled, idleThrottled)
+	}
+	if latencySamples == 0 {
+		t.Error("no sample of the load lane carries an interval's latency")
 	}
 	if n := labelled(t, r.ID()); n != 0 {
 		t.Errorf("%d containers remain", n)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/moby/moby/api/types/container"
 )
 
@@ -51,6 +52,10 @@ type Sample struct {
 	Throughput float64 `json:"throughput"`
 	// PressureMs is the CPU pressure stall in this interval, where known.
 	PressureMs *float64 `json:"pressure_ms,omitempty"`
+	// A load lane's latency over its last reporting interval, and its
+	// failed requests so far.
+	LatencyMs *workload.Latency `json:"latency_ms,omitempty"`
+	Failures  int64             `json:"failures,omitempty"`
 }
 
 // delta is b-a for counters that only grow; a counter that went backwards
