@@ -100,10 +100,10 @@ func TestLiveLimitChange(t *testing.T) {
 	if len(after) < 2 {
 		t.Fatalf("%d samples after the change", len(after))
 	}
-	for _, s := range after[:2] {
-		if s.CPU > 0.4 {
-			t.Errorf("sample at %.2fs, %.2fs after the change: CPU %.2f, want about 0.25", s.T, s.T-rec.AtSeconds, s.CPU)
-		}
+	// The first whole sample after the change may still hold a period
+	// that began under the old quota; by the second the drop shows.
+	if s := after[1]; s.CPU > 0.4 {
+		t.Errorf("second sample after the change, at %.2fs: CPU %.2f, want about 0.25", s.T, s.CPU)
 	}
 	// The prediction follows the change: a full CPU, then a quarter.
 	if p := v.Lanes[0].PredictedCores; p == nil || *p > 0.9 || *p < 0.25 {
