@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,10 @@ type Progress struct {
 	// requests completed in this interval (in the summary: all of them).
 	Failures int64    `json:"failures,omitempty"`
 	Latency  *Latency `json:"latency_ms,omitempty"`
+	// The disk workloads' IO operations so far, and per second since the
+	// previous line (in the summary: over the whole run).
+	Ops  float64 `json:"ops,omitempty"`
+	IOPS float64 `json:"iops,omitempty"`
 }
 
 // Summary is the last line a workload prints.
@@ -55,6 +60,8 @@ type Summary struct {
 	Result     string   `json:"result,omitempty"`
 	Failures   int64    `json:"failures,omitempty"`
 	Latency    *Latency `json:"latency_ms,omitempty"`
+	Ops        float64  `json:"ops,omitempty"`
+	IOPS       float64  `json:"iops,omitempty"`
 }
 
 // Line is either kind of line; Final tells which.
@@ -77,12 +84,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// counter is the work done so far, in milli-units, shared by the workers and
-// the reporter.
-type counter struct{ milli atomic.Int64 }
+// counter is the work done so far, in micro-units (a 4 KiB read is
+// 0.00390625 MiB), shared by the workers and the reporter.
+type counter struct{ micro atomic.Int64 }
 
-func (c *counter) add(units float64) { c.milli.Add(int64(units * 1000)) }
-func (c *counter) get() float64      { return float64(c.milli.Load()) / 1000 }
+func (c *counter) add(units float64) { c.micro.Add(int64(math.Round(units * 1e6))) }
+func (c *counter) get() float64      { return float64(c.micro.Load()) / 1e6 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -105,12 +112,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	concurrency := fs.Int("concurrency", 1, "requests in flight, closed loop like ab -c (load)")
 	rps := fs.Float64("rps", 0, "requests per second, open loop; 0 is closed loop (load)")
 	burst := fs.Int("burst", 1, "requests sent at once in the open loop (load)")
+	bs := fs.Int("bs", 1<<20, "block size in bytes (disk-write, disk-read)")
+	depth := fs.Int("depth", 1, "reads in flight (disk-read)")
+	dir := fs.String("dir", DataDir, "directory on the device to measure (disk-write, disk-read)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 
 	var work func(c *counter) (string, error)
 	var load *loadStats
+	var ops *counter                       // IO operations, for the disk workloads
+	prepare := func() error { return nil } // done before the measurement starts
 	unit := "MB"
 	rss := false
 	switch kind {
@@ -134,6 +146,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		unit = "requests"
 		work = func(c *counter) (string, error) { return httpWork(*port, *workUS, *allocKB, *seconds, c) }
+	case "disk-write":
+		ops = &counter{}
+		work = func(c *counter) (string, error) { return diskWriteWork(*dir, *bs, *mb, c, ops) }
+	case "disk-read":
+		ops = &counter{}
+		prepare = func() error { return layOut(filepath.Join(*dir, "read.dat"), *mb) }
+		work = func(c *counter) (string, error) {
+			return diskReadWork(*dir, *bs, *mb, max(*depth, 1), *seconds, c, ops)
+		}
 	case "load":
 		if *target == "" || (*requests == 0 && *seconds == 0) {
 			return errors.New("load needs -target and -requests or -seconds")
@@ -147,6 +168,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("unknown workload %q", kind)
 	}
 
+	if err := prepare(); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(stdout)
 	var c counter
 	// CPU time is counted from here, like wall time: the runtime's start-up
@@ -163,7 +187,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer wg.Done()
 		t := time.NewTicker(ProgressInterval)
 		defer t.Stop()
-		last, lastT := 0.0, 0.0
+		last, lastT, lastOps := 0.0, 0.0, 0.0
 		for {
 			select {
 			case <-ctx.Done():
@@ -178,6 +202,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				if load != nil {
 					p.Failures = load.failures.Load()
 					p.Latency = summarize(load.take())
+				}
+				if ops != nil {
+					n := ops.get()
+					p.Ops, p.IOPS = n, (n-lastOps)/(el-lastT)
+					lastOps = n
 				}
 				_ = enc.Encode(p)
 				last, lastT = done, el
@@ -202,6 +231,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if load != nil {
 		sum.Failures = load.failures.Load()
 		sum.Latency = summarize(load.all)
+	}
+	if ops != nil {
+		sum.Ops = ops.get()
+		sum.IOPS = sum.Ops / wall
 	}
 	return enc.Encode(sum)
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -120,5 +122,24 @@ func TestGOMAXPROCSSetting(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
 			t.Errorf("setGOMAXPROCS(%q) = %d, %v", tt.v, got, err)
 		}
+	}
+}
+
+// TestDiskWorkloads writes and reads with O_DIRECT in a directory on a
+// real filesystem (not tmpfs, which has no O_DIRECT).
+func TestDiskWorkloads(t *testing.T) {
+	dir, err := os.MkdirTemp(".", "disk-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	w := runLines(t, "disk-write", "-dir", dir, "-mb", "8", "-bs", "65536")
+	if s := w[len(w)-1]; s.Done != 8 || s.Ops != 128 || s.IOPS <= 0 {
+		t.Errorf("disk-write summary %+v: want 8 MiB in 128 writes", s)
+	}
+	r := runLines(t, "disk-read", "-dir", dir, "-mb", "8", "-bs", "4096", "-depth", "2", "-seconds", "0.5")
+	s := r[len(r)-1]
+	if s.Ops <= 0 || math.Abs(s.Done-s.Ops*4096/(1<<20)) > 1e-3 {
+		t.Errorf("disk-read summary %+v: MiB and reads of 4 KiB disagree", s)
 	}
 }

@@ -1,0 +1,112 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// DataDir is where disk workloads write: a volume of the lane's own.
+const DataDir = "/data"
+
+// alignedBuf returns a buffer aligned for O_DIRECT (4 KiB covers the
+// logical block size of the disks Limit Lab meets).
+func alignedBuf(size int) []byte {
+	const align = 4096
+	b := make([]byte, size+align)
+	off := int(uintptr(unsafe.Pointer(&b[0])) & (align - 1))
+	if off != 0 {
+		off = align - off
+	}
+	return b[off : off+size]
+}
+
+// diskWriteWork writes mb MiB in blocks of bs bytes with O_DIRECT, like
+// `dd if=/dev/zero of=f bs=1M count=N oflag=direct`: the page cache is
+// bypassed, so the device's speed, and its throttle, is what is measured.
+// The counter counts MiB; ops counts write calls.
+func diskWriteWork(dir string, bs, mb int, c, ops *counter) (string, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "write.out"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_DIRECT, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open with O_DIRECT: %w", err)
+	}
+	defer f.Close()
+	buf := alignedBuf(bs)
+	total := int64(mb) << 20
+	for written := int64(0); written < total; written += int64(bs) {
+		if _, err := f.Write(buf); err != nil {
+			return "", err
+		}
+		c.add(float64(bs) / (1 << 20))
+		ops.add(1)
+	}
+	return fmt.Sprintf("wrote %d MiB in %d-byte blocks", mb, bs), nil
+}
+
+// diskReadWork reads, from the file of mb MiB that layOut wrote before the
+// measurement started, random
+// blocks of bs bytes with O_DIRECT from depth goroutines for the
+// given seconds, like `fio --rw=randread --direct=1 --iodepth=depth`. The
+// counter counts MiB; ops counts reads.
+func diskReadWork(dir string, bs, mb, depth int, seconds float64, c, ops *counter) (string, error) {
+	path := filepath.Join(dir, "read.dat")
+	blocks := (int64(mb) << 20) / int64(bs)
+	if blocks < 1 {
+		return "", errors.New("the file is smaller than one block")
+	}
+	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	var wg sync.WaitGroup
+	errc := make(chan error, depth)
+	for range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer f.Close()
+			buf := alignedBuf(bs)
+			for time.Now().Before(deadline) {
+				if _, err := f.ReadAt(buf, rand.Int64N(blocks)*int64(bs)); err != nil {
+					errc <- err
+					return
+				}
+				c.add(float64(bs) / (1 << 20))
+				ops.add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("random %d-byte reads at depth %d over %d MiB", bs, depth, mb), nil
+}
+
+// layOut writes the file a read workload reads, in 1 MiB direct writes.
+func layOut(path string, mb int) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_DIRECT, 0o600)
+	if err != nil {
+		return fmt.Errorf("open with O_DIRECT: %w", err)
+	}
+	defer f.Close()
+	buf := alignedBuf(1 << 20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for range mb {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
