@@ -139,7 +139,7 @@ func TestDiskWorkloads(t *testing.T) {
 	}
 	r := runLines(t, "disk-read", "-dir", dir, "-mb", "8", "-bs", "4096", "-depth", "2", "-seconds", "0.5")
 	s := r[len(r)-1]
-	if s.Ops <= 0 || math.Abs(s.Done-s.Ops*4096/(1<<20)) > 1e-3 {
+	if want := s.Ops * 4096 / (1 << 20); s.Ops <= 0 || math.Abs(s.Done-want) > 1e-4*want {
 		t.Errorf("disk-read summary %+v: MiB and reads of 4 KiB disagree", s)
 	}
 }
