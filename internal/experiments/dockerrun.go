@@ -26,6 +26,19 @@ func (r Resources) Flags() []Flag {
 	add("memory-swap", r.MemorySwap != 0, FormatBytes(r.MemorySwap))
 	add("memory-reservation", r.MemoryReservation > 0, FormatBytes(r.MemoryReservation))
 	add("pids-limit", r.PidsLimit > 0, strconv.FormatInt(r.PidsLimit, 10))
+	dev := func(name string, d DeviceRate, bytes bool) {
+		v := strconv.FormatUint(d.Rate, 10)
+		if bytes {
+			v = FormatBytes(int64(d.Rate))
+		}
+		add(name, d.Path != "", d.Path+":"+v)
+	}
+	dev("device-read-bps", r.ReadBps, true)
+	dev("device-write-bps", r.WriteBps, true)
+	dev("device-read-iops", r.ReadIOps, false)
+	dev("device-write-iops", r.WriteIOps, false)
+	add("blkio-weight", r.BlkioWeight > 0, strconv.FormatUint(uint64(r.BlkioWeight), 10))
+	dev("blkio-weight-device", r.BlkioWeightDevice, false)
 	return fs
 }
 

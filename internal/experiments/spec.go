@@ -71,6 +71,9 @@ type Workload struct {
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	Burst       int     `json:"burst,omitempty"` // open loop: requests sent at once
+	// The disk workloads: block size in bytes, and reads in flight.
+	BS    int `json:"bs,omitempty"`
+	Depth int `json:"depth,omitempty"`
 }
 
 // Limits are the docker run flags Limit Lab supports, spelled as the CLI
@@ -86,6 +89,15 @@ type Limits struct {
 	MemorySwap        Value `json:"memory-swap,omitempty"`
 	MemoryReservation Value `json:"memory-reservation,omitempty"`
 	PidsLimit         Value `json:"pids-limit,omitempty"`
+	// Block IO: one device each, in the CLI's syntax ("/dev/sda:5mb",
+	// "/dev/sda:100"); the device may be "auto", the disk under the
+	// engine's data root.
+	DeviceReadBps     Value `json:"device-read-bps,omitempty"`
+	DeviceWriteBps    Value `json:"device-write-bps,omitempty"`
+	DeviceReadIOps    Value `json:"device-read-iops,omitempty"`
+	DeviceWriteIOps   Value `json:"device-write-iops,omitempty"`
+	BlkioWeight       Value `json:"blkio-weight,omitempty"`
+	BlkioWeightDevice Value `json:"blkio-weight-device,omitempty"`
 }
 
 // Value is a limit as written: JSON strings and numbers are both accepted

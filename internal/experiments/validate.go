@@ -26,6 +26,12 @@ const MaxPidsLimit = 32768
 // Host is what validation needs to know of the engine's host.
 type Host struct {
 	NCPU int
+	// DataRootDevice is the disk under the engine's data root, which the
+	// device "auto" names ("" when unknown).
+	DataRootDevice string
+	// DeviceExists checks a device path on the engine's host; nil when the
+	// server cannot see it (the engine then checks).
+	DeviceExists func(path string) bool
 	// Unsupported maps a limit's field name to the reason this host cannot
 	// apply it (from the engine's own capability report).
 	Unsupported map[string]string
@@ -43,6 +49,27 @@ type Resources struct {
 	MemorySwap        int64  `json:"memory_swap,omitempty"`
 	MemoryReservation int64  `json:"memory_reservation,omitempty"`
 	PidsLimit         int64  `json:"pids_limit,omitempty"`
+	// Block IO throttles and weights, one device each; the path is the
+	// resolved device (never "auto").
+	ReadBps           DeviceRate `json:"read_bps_device,omitzero"`
+	WriteBps          DeviceRate `json:"write_bps_device,omitzero"`
+	ReadIOps          DeviceRate `json:"read_iops_device,omitzero"`
+	WriteIOps         DeviceRate `json:"write_iops_device,omitzero"`
+	BlkioWeight       uint16     `json:"blkio_weight,omitempty"`
+	BlkioWeightDevice DeviceRate `json:"blkio_weight_device,omitzero"`
+}
+
+// DeviceRate is a device and a rate (bytes or operations per second) or a
+// weight.
+type DeviceRate struct {
+	Path string `json:"path"`
+	Rate uint64 `json:"rate"`
+}
+
+// IO says whether any block IO limit is set.
+func (r Resources) IO() bool {
+	return r.ReadBps.Path != "" || r.WriteBps.Path != "" || r.ReadIOps.Path != "" || r.WriteIOps.Path != "" ||
+		r.BlkioWeight > 0 || r.BlkioWeightDevice.Path != ""
 }
 
 // CPULimit is the CPU the lane may use, in cores, from --cpus or
@@ -343,6 +370,80 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 			add("memory-swap", "Minimum memoryswap limit should be larger than memory limit, see usage")
 		default:
 			r.MemorySwap = n
+		}
+	}
+	device := func(field, dev string) (string, bool) {
+		if dev == "auto" {
+			if host.DataRootDevice == "" {
+				add(field, "the device auto (the disk under the engine's data root) is unknown on this host: name the device")
+				return "", false
+			}
+			return host.DataRootDevice, true
+		}
+		if !strings.HasPrefix(dev, "/dev/") {
+			add(field, "bad format for device path: %s", dev)
+			return "", false
+		}
+		if host.DeviceExists != nil && !host.DeviceExists(dev) {
+			add(field, "no such device on the engine's host: %s", dev)
+			return "", false
+		}
+		return dev, true
+	}
+	throttle := func(field string, v Value, bytes bool, out *DeviceRate) {
+		if !supported(field, v) {
+			return
+		}
+		dev, rateText, ok := strings.Cut(string(v), ":")
+		if !ok || dev == "" {
+			add(field, "bad format: %s: want <device-path>:<rate>, e.g. /dev/sda:5mb or auto:5mb", v)
+			return
+		}
+		var rate int64
+		var err error
+		if bytes {
+			rate, err = units.RAMInBytes(rateText)
+		} else {
+			var n uint64
+			n, err = strconv.ParseUint(rateText, 10, 64)
+			rate = int64(n)
+		}
+		if err != nil || rate <= 0 {
+			if bytes {
+				add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>[<unit>]. Number must be a positive integer. Unit is optional and can be kb, mb, or gb", v)
+			} else {
+				add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>. Number must be a positive integer", v)
+			}
+			return
+		}
+		if path, ok := device(field, dev); ok {
+			*out = DeviceRate{Path: path, Rate: uint64(rate)}
+		}
+	}
+	throttle("device-read-bps", l.DeviceReadBps, true, &r.ReadBps)
+	throttle("device-write-bps", l.DeviceWriteBps, true, &r.WriteBps)
+	throttle("device-read-iops", l.DeviceReadIOps, false, &r.ReadIOps)
+	throttle("device-write-iops", l.DeviceWriteIOps, false, &r.WriteIOps)
+	if supported("blkio-weight", l.BlkioWeight) {
+		n, err := strconv.ParseUint(string(l.BlkioWeight), 10, 16)
+		if err != nil || n < 10 || n > 1000 {
+			add("blkio-weight", "Range of blkio weight is from 10 to 1000")
+		} else {
+			r.BlkioWeight = uint16(n)
+		}
+	}
+	if supported("blkio-weight-device", l.BlkioWeightDevice) {
+		dev, w, ok := strings.Cut(string(l.BlkioWeightDevice), ":")
+		n, err := strconv.ParseUint(w, 10, 16)
+		switch {
+		case !ok || dev == "":
+			add("blkio-weight-device", "bad format: %s: want <device-path>:<weight>", l.BlkioWeightDevice)
+		case err != nil || n < 10 || n > 1000:
+			add("blkio-weight-device", "invalid weight for device: %s", l.BlkioWeightDevice)
+		default:
+			if path, ok := device("blkio-weight-device", dev); ok {
+				r.BlkioWeightDevice = DeviceRate{Path: path, Rate: n}
+			}
 		}
 	}
 	r.PidsLimit = DefaultPidsLimit

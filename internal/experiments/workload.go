@@ -13,10 +13,16 @@ const (
 	KindMem    = "mem"
 	KindHTTP   = "http"
 	KindLoad   = "load"
+	// Block IO in a volume of the lane's own, with O_DIRECT.
+	KindDiskWrite = "disk-write"
+	KindDiskRead  = "disk-read"
 )
 
 // Kinds lists the workload kinds in the order the builder offers them.
-var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad}
+var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad, KindDiskWrite, KindDiskRead}
+
+// Disk says whether the workload does block IO, and so needs a volume.
+func (w Workload) Disk() bool { return w.Kind == KindDiskWrite || w.Kind == KindDiskRead }
 
 // ServicePort is where an http lane listens. Its load lanes share its
 // network namespace, so they reach it on loopback.
@@ -35,6 +41,8 @@ func (w Workload) Unit() string {
 		return "MB/s"
 	case KindHTTP, KindLoad:
 		return "req/s"
+	case KindDiskWrite, KindDiskRead:
+		return "MB/s"
 	}
 	return ""
 }
@@ -70,6 +78,14 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		usesSeconds, usesRate = true, true
 		if w.Seconds == 0 {
 			w.Seconds = 5
+		}
+	case KindDiskWrite:
+		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", &w.BS, 1 << 20, 64 << 20}}
+	case KindDiskRead:
+		ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", &w.BS, 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
+		usesSeconds = true
+		if w.Seconds == 0 {
+			w.Seconds = 10
 		}
 	case KindHTTP:
 		// seconds 0: serve until the lanes that load it have ended.
@@ -126,7 +142,7 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		add("workload.max_prime", "must be at least 3, got %d", w.MaxPrime)
 	}
 	for field, set := range map[string]bool{"mb": w.MB != 0, "threads": w.Threads != 0, "events": w.Events != 0, "max_prime": w.MaxPrime != 0,
-		"work_us": w.WorkUS != 0, "concurrency": w.Concurrency != 0} {
+		"work_us": w.WorkUS != 0, "concurrency": w.Concurrency != 0, "bs": w.BS != 0, "depth": w.Depth != 0} {
 		if set && !used[field] {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
@@ -140,6 +156,9 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		if set && w.Kind != KindLoad {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
+	}
+	if w.Disk() && w.BS%4096 != 0 {
+		add("workload.bs", "must be a multiple of 4096 bytes for O_DIRECT, got %d", w.BS)
 	}
 	if usesSeconds {
 		if w.Seconds < 0 || w.Seconds > MaxDuration.Seconds() {
@@ -190,5 +209,7 @@ func (w Workload) Args() []string {
 	flag("concurrency", w.Concurrency)
 	flagf("rps", w.Rate)
 	flag("burst", w.Burst)
+	flag("bs", w.BS)
+	flag("depth", w.Depth)
 	return args
 }

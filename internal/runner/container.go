@@ -7,7 +7,9 @@ import (
 	"strconv"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/api/types/blkiodev"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -22,6 +24,12 @@ const workloadUser = "65534:65534"
 // (targetID), the run's private network, which has no address anything
 // outside the run could reach and goes when the service goes.
 func createOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
+	var mounts []mount.Mount
+	if l.Workload.Disk() {
+		// A volume of the lane's own: a real filesystem on a block device
+		// (the root stays read-only; tmpfs is not a block device).
+		mounts = []mount.Mount{{Type: mount.TypeVolume, Source: containerName(runID, lane), Target: "/data"}}
+	}
 	r := l.Resources
 	if r.PidsLimit <= 0 {
 		r.PidsLimit = experiments.DefaultPidsLimit
@@ -47,6 +55,7 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image, tar
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
 			ReadonlyRootfs: true,
+			Mounts:         mounts,
 			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
 			LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "1"}},
 			Resources:      engineResources(r),
@@ -70,6 +79,20 @@ func engineResources(r experiments.Resources) container.Resources {
 	if r.PidsLimit > 0 {
 		out.PidsLimit = &r.PidsLimit
 	}
+	throttle := func(d experiments.DeviceRate) []*blkiodev.ThrottleDevice {
+		if d.Path == "" {
+			return nil
+		}
+		return []*blkiodev.ThrottleDevice{{Path: d.Path, Rate: d.Rate}}
+	}
+	out.BlkioDeviceReadBps = throttle(r.ReadBps)
+	out.BlkioDeviceWriteBps = throttle(r.WriteBps)
+	out.BlkioDeviceReadIOps = throttle(r.ReadIOps)
+	out.BlkioDeviceWriteIOps = throttle(r.WriteIOps)
+	out.BlkioWeight = r.BlkioWeight
+	if d := r.BlkioWeightDevice; d.Path != "" {
+		out.BlkioWeightDevice = []*blkiodev.WeightDevice{{Path: d.Path, Weight: uint16(d.Rate)}}
+	}
 	return out
 }
 
@@ -90,6 +113,18 @@ func appliedResources(r container.Resources) experiments.Resources {
 	}
 	if r.PidsLimit != nil {
 		out.PidsLimit = *r.PidsLimit
+	}
+	first := func(ds []*blkiodev.ThrottleDevice) experiments.DeviceRate {
+		if len(ds) == 0 || ds[0] == nil {
+			return experiments.DeviceRate{}
+		}
+		return experiments.DeviceRate{Path: ds[0].Path, Rate: ds[0].Rate}
+	}
+	out.ReadBps, out.WriteBps = first(r.BlkioDeviceReadBps), first(r.BlkioDeviceWriteBps)
+	out.ReadIOps, out.WriteIOps = first(r.BlkioDeviceReadIOps), first(r.BlkioDeviceWriteIOps)
+	out.BlkioWeight = r.BlkioWeight
+	if len(r.BlkioWeightDevice) > 0 && r.BlkioWeightDevice[0] != nil {
+		out.BlkioWeightDevice = experiments.DeviceRate{Path: r.BlkioWeightDevice[0].Path, Rate: uint64(r.BlkioWeightDevice[0].Weight)}
 	}
 	return out
 }

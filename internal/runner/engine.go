@@ -33,6 +33,10 @@ type Engine interface {
 	ContainerList(ctx context.Context, opts client.ContainerListOptions) (client.ContainerListResult, error)
 	ContainerStats(ctx context.Context, id string, opts client.ContainerStatsOptions) (client.ContainerStatsResult, error)
 	ContainerUpdate(ctx context.Context, id string, opts client.ContainerUpdateOptions) (client.ContainerUpdateResult, error)
+
+	VolumeCreate(ctx context.Context, opts client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeRemove(ctx context.Context, id string, opts client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+	VolumeList(ctx context.Context, opts client.VolumeListOptions) (client.VolumeListResult, error)
 }
 
 // NewEngine connects to the engine named by DOCKER_HOST, DOCKER_API_VERSION,

@@ -3,8 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/moby/moby/client"
@@ -34,11 +38,23 @@ type HostInfo struct {
 	StatsSource string   `json:"stats_source"`
 	StatsNote   string   `json:"stats_note"`
 	Warnings    []string `json:"engine_warnings,omitempty"`
+	// Block IO: whether weights and throttles are honoured, and the disk
+	// under the engine's data root (what the device "auto" means).
+	IOWeightSupported   Support `json:"io_weight_supported"`
+	IOThrottleSupported Support `json:"io_throttle_supported"`
+	DataRootDevice      string  `json:"data_root_device"`
+	DataRootNote        string  `json:"data_root_note,omitempty"`
+	// local is true when the server sees the engine's host: its /dev and
+	// /sys.
+	local bool
 }
 
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}}
+	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice}
+	if h.local {
+		eh.DeviceExists = isBlockDevice
+	}
 	for field, s := range h.Limits {
 		if !s.Supported {
 			eh.Unsupported[field] = s.Reason
@@ -95,7 +111,42 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		"memory-swap":        support(i.SwapLimit, kernel("swap limits")),
 		"pids-limit":         support(i.PidsLimit, kernel("pids limits")),
 	}
+	// The engine says what block IO control it lacks in its warnings
+	// (docker info prints them), e.g. "WARNING: No blkio weight support".
+	lacks := func(what string) bool {
+		for _, w := range i.Warnings {
+			if strings.Contains(w, "No blkio "+what+" support") {
+				return true
+			}
+		}
+		return false
+	}
+	ioWhy := func(what string) string {
+		return "the engine reports no blkio " + what + " support (weights need the BFQ or CFQ I/O scheduler as the engine looks for it)"
+	}
+	for field, what := range map[string]string{
+		"blkio-weight": "weight", "blkio-weight-device": "weight_device",
+		"device-read-bps": "throttle.read_bps_device", "device-write-bps": "throttle.write_bps_device",
+		"device-read-iops": "throttle.read_iops_device", "device-write-iops": "throttle.write_iops_device",
+	} {
+		h.Limits[field] = support(!lacks(what), ioWhy(what))
+	}
+	h.IOWeightSupported = h.Limits["blkio-weight"]
+	h.IOThrottleSupported = h.Limits["device-read-bps"]
+	if !h.IOThrottleSupported.Supported {
+		h.IOThrottleSupported.Reason = "the engine reports no blkio throttle support"
+	}
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
+	h.local = local
+	if local {
+		if dev, err := diskUnder(i.DockerRootDir); err == nil {
+			h.DataRootDevice = dev
+		} else {
+			h.DataRootNote = err.Error()
+		}
+	} else {
+		h.DataRootNote = "the engine is remote: name devices as its host knows them"
+	}
 	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
 	switch {
 	case local && visible:
@@ -109,4 +160,32 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
 	return h, nil
+}
+
+// diskUnder finds the whole disk under a directory, through sysfs: the
+// device the directory's filesystem is on, or the disk a partition belongs
+// to (block IO throttles apply to whole disks).
+func diskUnder(dir string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return "", fmt.Errorf("data root %s: %w", dir, err)
+	}
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	real, err := filepath.EvalSymlinks(sys)
+	if err != nil {
+		return "", fmt.Errorf("data root %s is on device %d:%d, which is not a block device here (overlay or a container's view)", dir, unix.Major(st.Dev), unix.Minor(st.Dev))
+	}
+	if fileExists(filepath.Join(real, "partition")) {
+		real = filepath.Dir(real)
+	}
+	dev := "/dev/" + filepath.Base(real)
+	if !isBlockDevice(dev) {
+		return "", fmt.Errorf("data root %s is on %s, which is not visible here", dir, dev)
+	}
+	return dev, nil
+}
+
+func isBlockDevice(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0
 }

@@ -90,8 +90,11 @@ func checkStatic(bin []byte) error {
 	return nil
 }
 
+// The image holds /data owned by nobody: a new volume mounted there takes
+// the directory's ownership, so the disk workloads can write to it.
 const dockerfile = `FROM scratch
 COPY limitlab /limitlab
+COPY --chown=65534:65534 data /data
 USER 65534:65534
 ENTRYPOINT ["/limitlab", "workload"]
 `
@@ -99,11 +102,14 @@ ENTRYPOINT ["/limitlab", "workload"]
 func buildContext(bin []byte) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "data/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+		return nil, err
+	}
 	for _, f := range []struct {
 		name string
 		mode int64
 		data []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"limitlab", 0o755, bin}} {
+	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"limitlab", 0o755, bin}, {"data/README", 0o644, []byte("Disk workloads write here, in a volume of their lane's own.\n")}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -558,6 +559,14 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 			targetID = r.lanes[l.Target].id
 			r.mu.Unlock()
 		}
+		if l.Workload.Disk() {
+			if _, err := m.eng.VolumeCreate(ctx, client.VolumeCreateOptions{
+				Name: containerName(r.id, i), Labels: map[string]string{LabelRun: r.id, LabelLane: strconv.Itoa(i)},
+			}); err != nil {
+				r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: create volume: " + err.Error() })
+				return true
+			}
+		}
 		res, err := m.eng.ContainerCreate(ctx, createOptions(r.id, i, l, m.opts.Image, targetID))
 		if err != nil {
 			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: " + err.Error() })
@@ -652,6 +661,13 @@ func (m *Manager) removeAll(r *Run, log *slog.Logger) {
 	for _, id := range ids {
 		if _, err := m.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			log.Warn("remove container", slog.String("id", id[:12]), slog.Any("err", err))
+		}
+	}
+	for i, l := range r.plan.Lanes {
+		if l.Workload.Disk() {
+			if _, err := m.eng.VolumeRemove(ctx, containerName(r.id, i), client.VolumeRemoveOptions{Force: true}); err != nil {
+				log.Warn("remove volume", slog.String("name", containerName(r.id, i)), slog.Any("err", err))
+			}
 		}
 	}
 }

@@ -1,0 +1,64 @@
+package runner_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/moby/moby/client"
+)
+
+// TestWriteBandwidthLimit writes with O_DIRECT under --device-write-bps on
+// the disk under the engine's data root.
+func TestWriteBandwidthLimit(t *testing.T) {
+	m := newTestManager(t)
+	eng, _, host := engine(t)
+	if host.DataRootDevice == "" {
+		t.Fatalf("no data root device: %s", host.DataRootNote)
+	}
+	if !host.IOThrottleSupported.Supported {
+		t.Fatalf("this engine reports no throttle support: %s", host.IOThrottleSupported.Reason)
+	}
+	r := startSpec(t, m, `{"name": "write bps", "duration": "60s",
+	  "lanes": [{"name": "5mb", "workload": {"kind": "disk-write", "mb": 20}, "limits": {"device-write-bps": "auto:5mb"}}]}`)
+	v := waitDone(t, r, 2*time.Minute)
+	l := v.Lanes[0]
+	if v.State != runner.StateDone || l.ExitCode == nil || *l.ExitCode != 0 {
+		t.Fatalf("state %s, lane %+v", v.State, l)
+	}
+	want := experiments.DeviceRate{Path: host.DataRootDevice, Rate: 5 << 20}
+	if l.Applied == nil || l.Applied.WriteBps != want {
+		t.Errorf("applied write bps %+v, want %+v (read back from inspect)", l.Applied, want)
+	}
+	if !strings.Contains(l.DockerRun, "--device-write-bps "+host.DataRootDevice+":5m") {
+		t.Errorf("docker run %q", l.DockerRun)
+	}
+	t.Logf("measured %.2f MiB/s under a 5 MiB/s limit", l.Throughput)
+	if math.Abs(l.Throughput/5-1) > 0.15 {
+		t.Errorf("throughput %.2f MiB/s, want 5 within 15%%", l.Throughput)
+	}
+	vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", runner.LabelRun+"="+r.ID())})
+	if err != nil || len(vols.Items) != 0 {
+		t.Errorf("volumes of the run remain: %v %v", vols.Items, err)
+	}
+}
+
+func TestUnknownDeviceIsAFieldError(t *testing.T) {
+	_, _, host := engine(t)
+	before := labelled(t, "")
+	spec, errs := experiments.Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-write"}, "limits": {"device-write-bps": "/dev/nosuchdisk:5mb"}}]}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	_, errs = experiments.Validate(spec, host.Experiments())
+	if len(errs) != 1 || errs[0].Lane != 0 || errs[0].Field != "device-write-bps" || !strings.Contains(errs[0].Message, "no such device") {
+		t.Errorf("errors %v", errs)
+	}
+	if after := labelled(t, ""); after != before {
+		t.Errorf("labelled containers went from %d to %d", before, after)
+	}
+}
