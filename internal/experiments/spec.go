@@ -47,6 +47,10 @@ type Lane struct {
 	Name     string   `json:"name"`
 	Workload Workload `json:"workload"`
 	Limits   Limits   `json:"limits"`
+	// StartAt and StopAt place a lane on the run's timeline ("10s"), so a
+	// parallel run can have phases; empty is the run's start and end.
+	StartAt string `json:"start_at,omitempty"`
+	StopAt  string `json:"stop_at,omitempty"`
 }
 
 // Workload names a program of the project's workload image and its

@@ -109,6 +109,8 @@ type PlannedLane struct {
 	Resources Resources
 	// Target is the http lane a load lane loads (-1 for other lanes).
 	Target int
+	// StartAt and StopAt are offsets from the run's start; zero is none.
+	StartAt, StopAt time.Duration
 }
 
 // Validate checks a spec against a host, mirroring the docker CLI's parsing
@@ -179,7 +181,30 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		for _, e := range lerrs {
 			add(i, e.Field, "%s", e.Message)
 		}
-		plan.Lanes = append(plan.Lanes, PlannedLane{Name: name, Workload: w, Resources: res, Target: -1})
+		pl := PlannedLane{Name: name, Workload: w, Resources: res, Target: -1}
+		for _, at := range []struct {
+			field, v string
+			out      *time.Duration
+		}{{"start_at", lane.StartAt, &pl.StartAt}, {"stop_at", lane.StopAt, &pl.StopAt}} {
+			if at.v == "" {
+				continue
+			}
+			d, err := time.ParseDuration(at.v)
+			switch {
+			case err != nil:
+				add(i, at.field, "invalid offset %q: want e.g. \"10s\"", at.v)
+			case d <= 0 || d >= plan.Duration:
+				add(i, at.field, "must be after the run's start and before its end (%s), got %s", plan.Duration, d)
+			case spec.Mode == Sequential:
+				add(i, at.field, "phases need the parallel mode: in a sequential run lanes follow each other")
+			default:
+				*at.out = d
+			}
+		}
+		if pl.StopAt > 0 && pl.StopAt <= pl.StartAt {
+			add(i, "stop_at", "must come after start_at (%s), got %s", pl.StartAt, pl.StopAt)
+		}
+		plan.Lanes = append(plan.Lanes, pl)
 	}
 	errs = append(errs, linkTargets(&plan)...)
 	if len(errs) > 0 {
@@ -212,6 +237,26 @@ func linkTargets(plan *Plan) Errors {
 		}
 	}
 	return errs
+}
+
+// PhaseBounds are the times at which lanes start or stop, from the run's
+// start: the boundaries of its phases. Nil when no lane has an offset.
+func (p Plan) PhaseBounds() []float64 {
+	set := map[float64]bool{}
+	for _, l := range p.Lanes {
+		if l.StartAt > 0 {
+			set[l.StartAt.Seconds()] = true
+		}
+		if l.StopAt > 0 {
+			set[l.StopAt.Seconds()] = true
+		}
+	}
+	var out []float64
+	for t := range set {
+		out = append(out, t)
+	}
+	sort.Float64s(out)
+	return out
 }
 
 // TargetOf is the lane a load lane targets, or -1.

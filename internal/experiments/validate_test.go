@@ -371,3 +371,34 @@ func TestServicesAndLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestPhases(t *testing.T) {
+	md5 := Workload{Kind: KindMD5}
+	plan, errs := Validate(Spec{Duration: "30s", Lanes: []Lane{
+		{Name: "victim", Workload: md5},
+		{Name: "n1", Workload: md5, StartAt: "10s", StopAt: "20s"},
+		{Name: "n2", Workload: md5, StartAt: "20s"},
+	}}, twoCPUs)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if plan.Lanes[1].StartAt != 10*time.Second || plan.Lanes[1].StopAt != 20*time.Second || plan.Lanes[0].StartAt != 0 {
+		t.Errorf("offsets %+v", plan.Lanes)
+	}
+	if b := plan.PhaseBounds(); fmt.Sprint(b) != "[10 20]" {
+		t.Errorf("bounds %v", b)
+	}
+	for _, tt := range []struct {
+		spec  Spec
+		field string
+	}{
+		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "40s"}}}, "start_at"},
+		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "10s", StopAt: "5s"}}}, "stop_at"},
+		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StopAt: "soon"}}}, "stop_at"},
+		{Spec{Mode: Sequential, Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "5s"}}}, "start_at"},
+	} {
+		if _, errs := Validate(tt.spec, twoCPUs); len(errs) == 0 || errs[0].Field != tt.field {
+			t.Errorf("%+v: errors %v, want one on %s", tt.spec.Lanes, errs, tt.field)
+		}
+	}
+}

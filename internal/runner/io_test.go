@@ -62,3 +62,37 @@ func TestUnknownDeviceIsAFieldError(t *testing.T) {
 		t.Errorf("labelled containers went from %d to %d", before, after)
 	}
 }
+
+// TestPhases starts and stops a lane at its offsets, and reports each
+// lane's throughput per phase.
+func TestPhases(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "phases", "mode": "parallel", "duration": "20s", "lanes": [
+	  {"name": "steady", "workload": {"kind": "spin", "seconds": 7}, "limits": {"cpus": "0.5"}},
+	  {"name": "middle", "workload": {"kind": "spin", "seconds": 60}, "start_at": "2s", "stop_at": "5s"}]}`)
+	v := waitDone(t, r, time.Minute)
+	mid := v.Lanes[1]
+	t.Logf("middle lane ran %.2fs to %.2fs", mid.StartedAt, mid.EndedAt)
+	interval := float64(v.IntervalMs) / 1000
+	if mid.StartedAt < 2 || mid.StartedAt > 2+2*interval {
+		t.Errorf("started at %.2fs, want 2s within a sample or two", mid.StartedAt)
+	}
+	if mid.EndedAt < 5 || mid.EndedAt > 5+2*interval {
+		t.Errorf("ended at %.2fs, want 5s within a sample or two", mid.EndedAt)
+	}
+	if mid.ExitCode == nil || *mid.ExitCode != 0 || mid.TimedOut || mid.Result == "" && mid.Throughput == 0 {
+		t.Errorf("middle lane: exit %v, timed out %v: it should stop cleanly at stop_at", mid.ExitCode, mid.TimedOut)
+	}
+	if fmt := v.PhaseBounds; len(fmt) != 2 || fmt[0] != 2 || fmt[1] != 5 {
+		t.Errorf("phase bounds %v", v.PhaseBounds)
+	}
+	steady := v.Lanes[0]
+	if len(steady.Phases) != 3 || len(mid.Phases) != 1 {
+		t.Fatalf("phases: steady %+v, middle %+v", steady.Phases, mid.Phases)
+	}
+	for _, p := range steady.Phases {
+		if p.Throughput <= 0 {
+			t.Errorf("steady lane's %s has no throughput: %+v", p.Name, p)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -86,11 +87,23 @@ type LaneResult struct {
 	RPS       float64           `json:"rps,omitempty"`
 	LatencyMs *workload.Latency `json:"latency_ms,omitempty"`
 	Result    string            `json:"result,omitempty"`
-	Error     string            `json:"error,omitempty"`
-	completed bool              // ran to its end, for the model
+	// Phases are the lane's throughput and IOPS between the run's phase
+	// bounds, while it ran.
+	Phases    []Phase `json:"phases,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	completed bool    // ran to its end, for the model
 	// atStart is what the engine applied when the container was created;
 	// Applied follows live changes.
 	atStart experiments.Resources
+}
+
+// Phase is a stretch of a run between two phase bounds, as one lane saw it.
+type Phase struct {
+	Name        string  `json:"name"`
+	FromSeconds float64 `json:"from_seconds"`
+	ToSeconds   float64 `json:"to_seconds"`
+	Throughput  float64 `json:"throughput"` // the workload's unit per second
+	IOPS        float64 `json:"iops"`       // the workload's operations per second
 }
 
 // ChangeRecord is a live limit change as the run keeps it.
@@ -119,6 +132,8 @@ type RunView struct {
 	StatsNote  string           `json:"stats_note,omitempty"`
 	Lanes      []LaneResult     `json:"lanes"`
 	Changes    []ChangeRecord   `json:"changes"`
+	// PhaseBounds are the offsets at which lanes start or stop.
+	PhaseBounds []float64 `json:"phase_bounds,omitempty"`
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
@@ -159,12 +174,14 @@ type laneRT struct {
 	prev     Counters
 	hasPrev  bool
 	rate     float64 // workload's last reported rate
+	iops     float64 // a disk workload's last reported operations per second
 	// A load lane's last interval: its latency and failures so far.
 	latency  *workload.Latency
 	failures int64
 	done     float64 // workload's last reported total
 	summary  *workload.Line
 	samples  []experiments.CoreSample
+	phased   []Sample // every sample, kept when the run has phases
 }
 
 // ID is the run's id.
@@ -238,6 +255,10 @@ type Manager struct {
 	mu    sync.Mutex
 	runs  map[string]*Run
 	order []*Run
+
+	// startLatency is how long the engine took to start the last
+	// container, to start phased lanes on time.
+	startLatency atomic.Int64
 }
 
 // MinInterval and MaxInterval bound the sampling interval; engine stats are
@@ -260,7 +281,10 @@ func NewManager(eng Engine, opts Options) *Manager {
 		opts.Log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{}}
+	// Until a start is measured: what Docker 20.10 takes on a small host.
+	m.startLatency.Store(int64(500 * time.Millisecond))
+	return m
 }
 
 // Host is what the manager knows of the engine's host.
@@ -311,6 +335,7 @@ func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*Run, err
 	r.view = RunView{
 		ID: r.id, Lab: plan.Lab, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
 		State: StateQueued, CreatedAt: time.Now().UTC(), IntervalMs: m.opts.Interval.Milliseconds(),
+		PhaseBounds: plan.PhaseBounds(),
 	}
 	if m.opts.Host.StatsSource == "engine" {
 		r.view.StatsNote = m.opts.Host.StatsNote
@@ -464,8 +489,38 @@ func (m *Manager) finish(r *Run, s State, msg string) {
 		}
 	}
 	m.judgeLocked(r)
+	r.phasesLocked()
 	r.mu.Unlock()
 	r.publishView()
+}
+
+// phasesLocked gives each lane its throughput and IOPS in every phase it
+// ran in: the mean of its samples wholly inside the phase.
+func (r *Run) phasesLocked() {
+	if r.view.PhaseBounds == nil {
+		return
+	}
+	bounds := append(append([]float64{0}, r.view.PhaseBounds...), time.Since(r.start).Seconds())
+	for i := range r.view.Lanes {
+		var phases []Phase
+		for k := 0; k+1 < len(bounds); k++ {
+			from, to := bounds[k], bounds[k+1]
+			var thr, iops, n float64
+			for _, s := range r.lanes[i].phased {
+				if s.T-s.DT >= from && s.T <= to {
+					thr, iops, n = thr+s.Throughput, iops+s.IOPS, n+1
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			phases = append(phases, Phase{
+				Name:        fmt.Sprintf("phase %d", k+1),
+				FromSeconds: from, ToSeconds: to, Throughput: thr / n, IOPS: iops / n,
+			})
+		}
+		r.view.Lanes[i].Phases = phases
+	}
 }
 
 // expect recomputes every running lane's expected cores and publishes the
@@ -639,11 +694,7 @@ func (m *Manager) stopIdleService(r *Run, i int, log *slog.Logger) {
 	if !running {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := m.eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "TERM"}); err != nil {
-		log.Debug("stop service", slog.Int("lane", t), slog.Any("err", err))
-	}
+	m.signal(id, "TERM", log)
 }
 
 // removeAll removes the run's containers, even when the run was cancelled.
@@ -685,6 +736,26 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	defer wcancel()
 	wait := m.eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
+	if d := r.plan.Lanes[i].StartAt; d > 0 {
+		// The lane's phase begins later in the run. Starting a container
+		// takes the engine a few hundred milliseconds, so ask that much
+		// earlier: the latest start's latency, at most a second, read a
+		// second before the offset so that this run's own starts count.
+		for _, early := range []bool{true, false} {
+			lead := min(time.Duration(m.startLatency.Load()), time.Second)
+			if early {
+				lead = time.Second + time.Second
+			}
+			t := time.NewTimer(time.Until(r.start.Add(d - lead)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				r.setLane(i, func(l *LaneResult) { l.State = LaneSkipped })
+				return
+			}
+		}
+	}
 	if t := r.plan.Lanes[i].Target; t >= 0 {
 		// A load lane joins its service's network namespace, which exists
 		// only while the service runs.
@@ -693,10 +764,12 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 			return
 		}
 	}
+	asked := time.Now()
 	if _, err := m.eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		r.setLane(i, func(l *LaneResult) { l.State = LaneExited; l.Error = "engine: start: " + err.Error() })
 		return
 	}
+	m.startLatency.Store(int64(time.Since(asked)))
 	started := time.Since(r.start).Seconds()
 	pid := 0
 	if ins, err := m.eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
@@ -721,8 +794,20 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 		m.followLogs(wctx, r, rt, id, &stderr)
 	}()
 
-	timer := time.NewTimer(r.plan.Duration)
+	// A sequential lane has the run's duration to itself; a parallel one
+	// ends with the run.
+	limit := r.plan.Duration
+	if r.plan.Mode == experiments.Parallel {
+		limit = time.Until(r.start.Add(r.plan.Duration))
+	}
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
+	var stopAt, grace <-chan time.Time
+	if d := r.plan.Lanes[i].StopAt; d > 0 {
+		t := time.NewTimer(time.Until(r.start.Add(d)))
+		defer t.Stop()
+		stopAt = t.C
+	}
 	timedOut, stopped := false, false
 	stop := ctx.Done()
 	var exit container.WaitResponse
@@ -735,6 +820,14 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 			waiting = false
 		case <-timer.C:
 			timedOut = true
+			m.kill(id, log)
+		case <-stopAt:
+			// The end of the lane's phase: asked to stop, the workload
+			// prints its summary and exits; it gets a few seconds.
+			stopAt, grace = nil, time.After(5*time.Second)
+			m.signal(id, "TERM", log)
+		case <-grace:
+			grace = nil
 			m.kill(id, log)
 		case <-stop:
 			stopped, stop = true, nil // keep waiting for the exit
@@ -795,11 +888,13 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 	m.expect(r)
 }
 
-func (m *Manager) kill(id string, log *slog.Logger) {
+func (m *Manager) kill(id string, log *slog.Logger) { m.signal(id, "KILL", log) }
+
+func (m *Manager) signal(id, sig string, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := m.eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		log.Debug("kill container", slog.String("id", id[:12]), slog.Any("err", err))
+	if _, err := m.eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: sig}); err != nil {
+		log.Debug("signal container", slog.String("id", id[:12]), slog.String("signal", sig), slog.Any("err", err))
 	}
 }
 
@@ -880,6 +975,7 @@ func (m *Manager) followLogs(ctx context.Context, r *Run, rt *laneRT, id string,
 		} else {
 			rt.rate, rt.done = line.Rate, line.Done
 			rt.latency, rt.failures = line.Latency, line.Failures
+			rt.iops = line.IOPS
 		}
 		r.mu.Unlock()
 	}
@@ -945,13 +1041,16 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 				c := counters[k]
 				if l.hasPrev {
 					s := MakeSample(j.i, c.At.Sub(r.start).Seconds(), l.prev, c)
-					s.Throughput = l.rate
+					s.Throughput, s.IOPS = l.rate, l.iops
 					if l.latency != nil {
 						s.LatencyMs, s.Failures = l.latency, l.failures
 						l.latency = nil // each interval's latency goes out once
 					}
 					batch = append(batch, s)
 					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
+					if r.view.PhaseBounds != nil {
+						l.phased = append(l.phased, s)
+					}
 				}
 				l.prev, l.hasPrev, l.lastRead = c, true, c.At
 			}

@@ -48,8 +48,14 @@ type Sample struct {
 	Periods          uint64  `json:"periods"`
 	ThrottledPeriods uint64  `json:"throttled_periods"`
 	ThrottledMs      float64 `json:"throttled_ms"`
-	// Throughput is the workload's own report, in its unit per second.
+	// Throughput is the workload's own report, in its unit per second, and
+	// IOPS its operations per second (disk workloads).
 	Throughput float64 `json:"throughput"`
+	IOPS       float64 `json:"iops,omitempty"`
+	// Block IO requests per second as the cgroup counts them: a large
+	// write may be split into several requests.
+	ReadIOPS  float64 `json:"read_iops"`
+	WriteIOPS float64 `json:"write_iops"`
 	// PressureMs is the CPU pressure stall in this interval, where known.
 	PressureMs *float64 `json:"pressure_ms,omitempty"`
 	// A load lane's latency over its last reporting interval, and its
@@ -130,6 +136,8 @@ func MakeSample(lane int, t float64, prev, cur Counters) Sample {
 		MemBytes:         cur.MemBytes,
 		MemLimit:         cur.MemLimit,
 		ReadBps:          rate(prev.ReadBytes, cur.ReadBytes, dt),
+		ReadIOPS:         rate(prev.ReadOps, cur.ReadOps, dt),
+		WriteIOPS:        rate(prev.WriteOps, cur.WriteOps, dt),
 		WriteBps:         rate(prev.WriteBytes, cur.WriteBytes, dt),
 		Pids:             cur.Pids,
 		Periods:          delta(prev.Periods, cur.Periods),

@@ -39,7 +39,7 @@ func diskWriteWork(dir string, bs, mb int, c, ops *counter) (string, error) {
 	defer f.Close()
 	buf := alignedBuf(bs)
 	total := int64(mb) << 20
-	for written := int64(0); written < total; written += int64(bs) {
+	for written := int64(0); written < total && !stopping.Load(); written += int64(bs) {
 		if _, err := f.Write(buf); err != nil {
 			return "", err
 		}
@@ -74,7 +74,7 @@ func diskReadWork(dir string, bs, mb, depth int, seconds float64, c, ops *counte
 			}
 			defer f.Close()
 			buf := alignedBuf(bs)
-			for time.Now().Before(deadline) {
+			for time.Now().Before(deadline) && !stopping.Load() {
 				if _, err := f.ReadAt(buf, rand.Int64N(blocks)*int64(bs)); err != nil {
 					errc <- err
 					return

@@ -222,7 +222,7 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 		start := time.Now()
 		for k := 0; requests == 0 || k < requests; k++ {
 			due := start.Add(time.Duration(k/burst) * interval)
-			if expired() {
+			if expired() || stopping.Load() {
 				break
 			}
 			time.Sleep(time.Until(due))
@@ -235,7 +235,7 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for (requests == 0 || issued.Add(1) <= int64(requests)) && !expired() {
+				for (requests == 0 || issued.Add(1) <= int64(requests)) && !expired() && !stopping.Load() {
 					one(time.Now())
 				}
 			}()

@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -82,6 +83,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// stopping is set when the container is asked to stop (SIGTERM: docker
+// stop, or the end of the lane's phase): the work loops end early and the
+// workload still prints its summary.
+var stopping atomic.Bool
+
+func watchStop() func() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-c; ok {
+			stopping.Store(true)
+		}
+	}()
+	return func() { signal.Stop(c); close(c) }
 }
 
 // counter is the work done so far, in micro-units (a 4 KiB read is
@@ -171,6 +188,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := prepare(); err != nil {
 		return err
 	}
+	if kind != "http" { // the service stops on SIGTERM by itself
+		defer watchStop()()
+	}
 	enc := json.NewEncoder(stdout)
 	var c counter
 	// CPU time is counted from here, like wall time: the runtime's start-up
@@ -253,6 +273,9 @@ func md5Work(mb int, c *counter) (string, error) {
 	h := md5.New()
 	buf := make([]byte, 1<<20)
 	for range mb {
+		if stopping.Load() {
+			break
+		}
 		_, _ = src.Read(buf)
 		h.Write(buf)
 		c.add(1)
@@ -266,7 +289,7 @@ func primesWork(threads, events, maxPrime int, c *counter) string {
 	var next atomic.Int64
 	var found atomic.Int64
 	onThreads(threads, func() {
-		for next.Add(1) <= int64(events) {
+		for next.Add(1) <= int64(events) && !stopping.Load() {
 			found.Store(int64(countPrimes(maxPrime)))
 			c.add(1)
 		}
@@ -311,7 +334,7 @@ func spinWork(threads int, seconds float64, c *counter) string {
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	onThreads(threads, func() {
 		x := uint64(1)
-		for time.Now().Before(deadline) {
+		for time.Now().Before(deadline) && !stopping.Load() {
 			for range 1 << 16 {
 				x = x*6364136223846793005 + 1442695040888963407
 			}
@@ -331,6 +354,9 @@ func memWork(mb int, rate, seconds float64, c *counter) (string, error) {
 	var chunks [][]byte
 	start := time.Now()
 	for i := range mb {
+		if stopping.Load() {
+			break
+		}
 		b := make([]byte, 1<<20)
 		for j := 0; j < len(b); j += page {
 			b[j] = byte(i + 1)
@@ -343,7 +369,7 @@ func memWork(mb int, rate, seconds float64, c *counter) (string, error) {
 		}
 	}
 	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
-	for time.Now().Before(end) {
+	for time.Now().Before(end) && !stopping.Load() {
 		for _, b := range chunks {
 			for j := 0; j < len(b); j += page {
 				b[j]++
