@@ -132,6 +132,8 @@ type RunView struct {
 	StatsNote  string           `json:"stats_note,omitempty"`
 	Lanes      []LaneResult     `json:"lanes"`
 	Changes    []ChangeRecord   `json:"changes"`
+	// Events are the engine's oom and die events on the lanes.
+	Events []EventRecord `json:"events"`
 	// PhaseBounds are the offsets at which lanes start or stop.
 	PhaseBounds []float64 `json:"phase_bounds,omitempty"`
 	// Verdict compares the model's prediction with the measurement, once
@@ -204,6 +206,7 @@ func (r *Run) viewLocked() RunView {
 	v := r.view
 	v.Lanes = append([]LaneResult(nil), r.view.Lanes...)
 	v.Changes = append([]ChangeRecord{}, r.view.Changes...)
+	v.Events = append([]EventRecord{}, r.view.Events...)
 	if !r.start.IsZero() {
 		v.Elapsed = time.Since(r.start).Seconds()
 	}
@@ -284,6 +287,12 @@ func NewManager(eng Engine, opts Options) *Manager {
 	m := &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{}}
 	// Until a start is measured: what Docker 20.10 takes on a small host.
 	m.startLatency.Store(int64(500 * time.Millisecond))
+	m.wg.Add(1)
+	// The event watcher lives as long as the manager.
+	go func() {
+		defer m.wg.Done()
+		m.watchEvents(ctx)
+	}()
 	return m
 }
 

@@ -137,6 +137,22 @@ func TestMemoryLimitOOMKill(t *testing.T) {
 	if l.ExitCode == nil || *l.ExitCode != 137 {
 		t.Errorf("exit code = %v, want 137 (SIGKILL)", l.ExitCode)
 	}
+	// The engine's events mark the kill on the lane as it happens.
+	var oom, die *runner.EventRecord
+	for i, e := range v.Events {
+		switch e.Kind {
+		case "oom":
+			oom = &v.Events[i]
+		case "die":
+			die = &v.Events[i]
+		}
+	}
+	if oom == nil || die == nil || die.ExitCode == nil || *die.ExitCode != 137 {
+		t.Fatalf("events %+v: want oom, and die with exit code 137", v.Events)
+	}
+	if d := l.EndedAt - oom.AtSeconds; d < -0.5 || d > 2 {
+		t.Errorf("oom marked at %.2fs, the lane ended at %.2fs: want within 2s", oom.AtSeconds, l.EndedAt)
+	}
 	if n := labelled(t, r.ID()); n != 0 {
 		t.Errorf("%d containers of the run remain", n)
 	}
