@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 )
 
@@ -69,8 +70,8 @@ func loadLabs(fsys fs.FS) ([]Lab, error) {
 		if _, errs := parseCustom(l.Spec); errs != nil {
 			return nil, fmt.Errorf("lab %s: %w", name, errs)
 		}
-		if v := l.Verdict; v != nil && (v.Metric != MetricWallTime && v.Metric != MetricCPU || v.Tolerance <= 0) {
-			return nil, fmt.Errorf("lab %s: verdict %+v: want metric %q or %q and a positive tolerance", name, *v, MetricWallTime, MetricCPU)
+		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery}, v.Metric) || v.Tolerance <= 0) {
+			return nil, fmt.Errorf("lab %s: verdict %+v: want a known metric and a positive tolerance", name, *v)
 		}
 		out = append(out, l)
 	}
@@ -91,10 +92,17 @@ func LabByID(id string) (Lab, bool) {
 	return Lab{}, false
 }
 
-// Shows says whether this host can show the lab's effect, and why not.
+// Shows says whether this host can show the lab's effect, and why not: it
+// needs its CPUs, and every limit it uses must be one the host applies.
 func (l Lab) Shows(h Host) (bool, string) {
 	if h.NCPU > 0 && h.NCPU < l.RequiresCPUs {
 		return false, fmt.Sprintf("this host has %d CPU(s); the lab needs %d to show its effect", h.NCPU, l.RequiresCPUs)
+	}
+	spec, _ := parseCustom(l.Spec)
+	for _, lane := range spec.Lanes {
+		if _, errs := ResolveLimits(lane.Limits, h); errs != nil {
+			return false, "this host cannot show it: " + errs[0].Field + ": " + errs[0].Message
+		}
 	}
 	return true, ""
 }

@@ -206,9 +206,11 @@ func Predict(plan Plan, h ModelHost, out []LaneOutcome, changes []Change) Predic
 type Verdict struct {
 	// Judged is false when the run cannot be judged (a lane did not
 	// finish, or the model does not apply); Explanation says why.
-	Judged      bool      `json:"judged"`
-	Pass        bool      `json:"pass"`
-	Metric      string    `json:"metric"`
+	Judged bool   `json:"judged"`
+	Pass   bool   `json:"pass"`
+	Metric string `json:"metric"`
+	// Labels name the rows when they are not the run's lanes, one each.
+	Labels      []string  `json:"labels,omitempty"`
 	Predicted   []float64 `json:"predicted"`
 	Measured    []float64 `json:"measured"`
 	Tolerance   float64   `json:"tolerance"`

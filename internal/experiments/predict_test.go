@@ -12,7 +12,7 @@ func labPlan(t *testing.T, id string) Plan {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	plan, errs := Validate(spec, twoCPUs)
+	plan, errs := Validate(spec, Host{NCPU: 2, DataRootDevice: "/dev/vda"})
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -139,5 +139,44 @@ func TestChangesUseTheWholeLife(t *testing.T) {
 	v := Judge(*DefaultVerdict(plan), plan, pred, out)
 	if !v.Judged || math.Abs(v.Predicted[1]-1.6) > 1e-6 || math.Abs(v.Measured[1]-1.6) > 1e-6 || !v.Pass {
 		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestJudgeIO(t *testing.T) {
+	plan := labPlan(t, "io-write-iops")
+	// max_segments 254 (this host's): 1 MiB writes are 2 requests, 8 MiB
+	// ones 8 bios of 2 requests.
+	out := []IOOutcome{{Completed: true, IOPS: 2.45, Throughput: 2.45}, {Completed: true, IOPS: 0.31, Throughput: 2.5}}
+	v := JudgeIO(*plan.Verdict, plan, out, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254})
+	if !v.Judged || !v.Pass || math.Abs(v.Predicted[0]-2.5) > 1e-9 || math.Abs(v.Predicted[1]-5.0/16) > 1e-9 {
+		t.Errorf("verdict %+v", v)
+	}
+	noisy := labPlan(t, "noisy-neighbour-io")
+	victim := make([]IOOutcome, len(noisy.Lanes))
+	victim[0] = IOOutcome{Completed: true, PhaseRates: []float64{1000, 400, 950}}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); !v.Judged || !v.Pass || v.Measured[1] != 0.4 {
+		t.Errorf("recovery verdict %+v", v)
+	}
+	victim[0].PhaseRates = []float64{1000, 400, 600}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Pass {
+		t.Errorf("a victim at 60%% passed: %+v", v)
+	}
+}
+
+func TestRequestsPerOp(t *testing.T) {
+	for _, tt := range []struct {
+		bs   int
+		q    QueueLimits
+		want float64
+	}{
+		{1 << 20, QueueLimits{MaxSectorsKB: 512, MaxSegments: 128}, 2},  // the write-up's disk
+		{1 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 2}, // this host's
+		{8 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 16},
+		{4096, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 1},
+		{1 << 20, QueueLimits{}, 1},
+	} {
+		if got := RequestsPerOp(tt.bs, tt.q); got != tt.want {
+			t.Errorf("RequestsPerOp(%d, %+v) = %g, want %g", tt.bs, tt.q, got, tt.want)
+		}
 	}
 }

@@ -236,7 +236,8 @@ func TestLabsAreValid(t *testing.T) {
 			if errs != nil {
 				t.Fatal(errs)
 			}
-			plan, errs := Validate(spec, twoCPUs)
+			host := Host{NCPU: 2, DataRootDevice: "/dev/vda"}
+			plan, errs := Validate(spec, host)
 			if errs != nil {
 				t.Fatal(errs)
 			}
@@ -256,6 +257,14 @@ func TestLabRequests(t *testing.T) {
 	}
 	if _, errs := Parse([]byte(`{"lab": "cpus-ladder", "lanes": [{"workload": {"kind": "md5"}}]}`)); len(errs) != 1 || errs[0].Field != "lab" {
 		t.Errorf("lab with lanes: %v", errs)
+	}
+	io, _ := LabByID("io-write-bps")
+	if shows, why := io.Shows(twoCPUs); shows || !strings.Contains(why, "auto") {
+		t.Errorf("an IO lab on a host without a known data root disk: shows %v (%s)", shows, why)
+	}
+	weight, _ := LabByID("io-weight")
+	if shows, why := weight.Shows(Host{NCPU: 2, Unsupported: map[string]string{"blkio-weight": "no weight support"}}); shows || !strings.Contains(why, "no weight support") {
+		t.Errorf("the weight lab without weight support: shows %v (%s)", shows, why)
 	}
 	spec, _ := Parse([]byte(`{"lab": "cpus-ladder"}`))
 	_, errs := Validate(spec, Host{NCPU: 1})

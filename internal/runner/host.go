@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -43,7 +44,10 @@ type HostInfo struct {
 	IOWeightSupported   Support `json:"io_weight_supported"`
 	IOThrottleSupported Support `json:"io_throttle_supported"`
 	DataRootDevice      string  `json:"data_root_device"`
-	DataRootNote        string  `json:"data_root_note,omitempty"`
+	// Queue is the data root disk's request limits: larger IOs are split,
+	// and IOPS throttles count the pieces.
+	Queue        experiments.QueueLimits `json:"data_root_queue"`
+	DataRootNote string                  `json:"data_root_note,omitempty"`
 	// local is true when the server sees the engine's host: its /dev and
 	// /sys.
 	local bool
@@ -141,6 +145,12 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	if local {
 		if dev, err := diskUnder(i.DockerRootDir); err == nil {
 			h.DataRootDevice = dev
+			read := func(name string) int {
+				b, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/queue/" + name)
+				n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return n
+			}
+			h.Queue = experiments.QueueLimits{MaxSectorsKB: read("max_sectors_kb"), MaxSegments: read("max_segments")}
 		} else {
 			h.DataRootNote = err.Error()
 		}

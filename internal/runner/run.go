@@ -87,6 +87,8 @@ type LaneResult struct {
 	RPS       float64           `json:"rps,omitempty"`
 	LatencyMs *workload.Latency `json:"latency_ms,omitempty"`
 	Result    string            `json:"result,omitempty"`
+	// IOPS is a disk workload's operations per second over its run.
+	IOPS float64 `json:"iops,omitempty"`
 	// Phases are the lane's throughput and IOPS between the run's phase
 	// bounds, while it ran.
 	Phases    []Phase `json:"phases,omitempty"`
@@ -497,23 +499,56 @@ func (m *Manager) finish(r *Run, s State, msg string) {
 			l.Ratio = l.WallSeconds / first
 		}
 	}
-	m.judgeLocked(r)
 	r.phasesLocked()
+	m.judgeLocked(r)
 	r.mu.Unlock()
 	r.publishView()
 }
 
 // phasesLocked gives each lane its throughput and IOPS in every phase it
-// ran in: the mean of its samples wholly inside the phase.
+// ran in: the mean of its samples wholly inside the phase. A phase is
+// measured as it really happened, since the engine may take seconds to
+// start or stop containers on a busy host: from half a second after the
+// last start or stop at its opening bound, to the first at its closing one
+// or a second before the bound, when the next lanes are asked to start.
 func (r *Run) phasesLocked() {
-	if r.view.PhaseBounds == nil {
+	bounds := r.view.PhaseBounds
+	if bounds == nil {
 		return
 	}
-	bounds := append(append([]float64{0}, r.view.PhaseBounds...), time.Since(r.start).Seconds())
+	end := time.Since(r.start).Seconds()
+	// first and last are when the lanes that start or stop at bound b
+	// really did.
+	first, last := make([]float64, len(bounds)), make([]float64, len(bounds))
+	for k, b := range bounds {
+		first[k], last[k] = math.Inf(1), b
+		for i, pl := range r.plan.Lanes {
+			l := r.view.Lanes[i]
+			var at float64
+			switch {
+			case pl.StartAt.Seconds() == b && l.StartedAt > 0:
+				at = l.StartedAt
+			case pl.StopAt.Seconds() == b && l.EndedAt > 0:
+				at = l.EndedAt
+			default:
+				continue
+			}
+			first[k], last[k] = min(first[k], at), max(last[k], at)
+		}
+		if math.IsInf(first[k], 1) {
+			first[k] = b
+		}
+	}
 	for i := range r.view.Lanes {
 		var phases []Phase
-		for k := 0; k+1 < len(bounds); k++ {
-			from, to := bounds[k], bounds[k+1]
+		for k := 0; k <= len(bounds); k++ {
+			from, to := 0.0, end
+			if k > 0 {
+				from = last[k-1] + 0.5
+			}
+			if k < len(bounds) {
+				to = min(first[k], bounds[k]-1)
+			}
 			var thr, iops, n float64
 			for _, s := range r.lanes[i].phased {
 				if s.T-s.DT >= from && s.T <= to {
@@ -596,10 +631,30 @@ func (m *Manager) judgeLocked(r *Run) {
 	if spec == nil {
 		spec = experiments.DefaultVerdict(r.plan)
 	}
-	if spec != nil && r.view.State == StateDone {
-		v := experiments.Judge(*spec, r.plan, pred, out)
-		r.view.Verdict = &v
+	if spec == nil || r.view.State != StateDone {
+		return
 	}
+	var v experiments.Verdict
+	switch spec.Metric {
+	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery:
+		io := make([]experiments.IOOutcome, len(r.view.Lanes))
+		for i, l := range r.view.Lanes {
+			io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.Throughput, IOPS: l.IOPS}
+			for _, p := range l.Phases {
+				// A disk lane's phases compare IOPS, any other its own
+				// throughput.
+				rate := p.Throughput
+				if l.Workload.Disk() {
+					rate = p.IOPS
+				}
+				io[i].PhaseRates = append(io[i].PhaseRates, rate)
+			}
+		}
+		v = experiments.JudgeIO(*spec, r.plan, io, m.opts.Host.Queue)
+	default:
+		v = experiments.Judge(*spec, r.plan, pred, out)
+	}
+	r.view.Verdict = &v
 }
 
 // createAll creates every lane's container and reads back what the engine
@@ -881,6 +936,7 @@ func (m *Manager) runLane(ctx context.Context, r *Run, i int, log *slog.Logger) 
 		l.WallSeconds, l.UserSeconds, l.SysSeconds = s.WallS, s.UserS, s.SysS
 		l.Throughput = s.Throughput
 		l.Result = s.Result
+		l.IOPS = s.IOPS
 		if l.Workload.Kind == experiments.KindLoad {
 			l.Requests, l.Failures, l.RPS, l.LatencyMs = int64(s.Done), s.Failures, s.Throughput, s.Latency
 		}

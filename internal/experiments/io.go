@@ -1,0 +1,145 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+)
+
+// Block IO verdicts: a throttled lane should run at its limit, and a victim
+// should recover once its neighbours are throttled.
+const (
+	MetricIOLimit       = "io_limit"
+	MetricPhaseRecovery = "phase_recovery"
+)
+
+// QueueLimits are the limits of a disk's request queue that decide how the
+// kernel splits an IO (/sys/block/<dev>/queue/max_sectors_kb and
+// max_segments). Zero is unknown.
+type QueueLimits struct {
+	MaxSectorsKB int `json:"max_sectors_kb,omitempty"`
+	MaxSegments  int `json:"max_segments,omitempty"`
+}
+
+// bioMaxBytes is the most one bio carries from a user buffer: BIO_MAX_VECS
+// (256) pages of 4 KiB.
+const bioMaxBytes = 256 * 4096
+
+// RequestsPerOp is how many block requests one direct IO of bs bytes
+// becomes, which is what IOPS throttles count: the kernel builds bios of at
+// most 1 MiB, and splits each into requests of at most max_sectors_kb and
+// max_segments pages (a user buffer's pages are not contiguous). With the
+// usual limits a 1 MiB write is two requests: the write-up's 5 IOPS gave
+// 2.5 MB/s.
+func RequestsPerOp(bs int, q QueueLimits) float64 {
+	if bs <= 0 {
+		return 1
+	}
+	req := 1 << 30
+	if q.MaxSectorsKB > 0 {
+		req = q.MaxSectorsKB << 10
+	}
+	if q.MaxSegments > 0 {
+		req = min(req, q.MaxSegments*4096)
+	}
+	bios := math.Ceil(float64(bs) / bioMaxBytes)
+	return bios * math.Ceil(float64(min(bs, bioMaxBytes))/float64(req))
+}
+
+// IOLimit is the rate a lane's throttle allows its workload, in the
+// workload's own terms: MiB/s for a bandwidth limit, operations per second
+// for an IOPS limit (requests per second over requests per operation).
+// Zero when the lane has no throttle that its workload meets.
+func IOLimit(l PlannedLane, q QueueLimits) (rate float64, unit string) {
+	r, w := l.Resources, l.Workload
+	var bps, iops DeviceRate
+	switch w.Kind {
+	case KindDiskWrite:
+		bps, iops = r.WriteBps, r.WriteIOps
+	case KindDiskRead:
+		bps, iops = r.ReadBps, r.ReadIOps
+	default:
+		return 0, ""
+	}
+	if bps.Rate > 0 {
+		return float64(bps.Rate) / (1 << 20), "MiB/s"
+	}
+	if iops.Rate > 0 {
+		return float64(iops.Rate) / RequestsPerOp(w.BS, q), "ops/s"
+	}
+	return 0, ""
+}
+
+// IOOutcome is what was measured of a disk lane.
+type IOOutcome struct {
+	Completed  bool
+	Throughput float64   // MiB/s
+	IOPS       float64   // the workload's operations per second
+	PhaseRates []float64 // the lane's IOPS in each phase of the run (0 where it did not run)
+}
+
+// JudgeIO gives a block IO lab's verdict.
+func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdict {
+	v := Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance}
+	switch spec.Metric {
+	case MetricIOLimit:
+		for i, l := range plan.Lanes {
+			limit, unit := IOLimit(l, q)
+			if limit == 0 {
+				continue
+			}
+			if !out[i].Completed {
+				v.Explanation = fmt.Sprintf("Not judged: lane %d (%s) did not run to its end.", i+1, l.Name)
+				return v
+			}
+			measured := out[i].Throughput
+			if unit == "ops/s" {
+				measured = out[i].IOPS
+			}
+			v.Labels = append(v.Labels, fmt.Sprintf("%s (%s)", l.Name, unit))
+			v.Predicted = append(v.Predicted, limit)
+			v.Measured = append(v.Measured, measured)
+		}
+		if len(v.Predicted) == 0 {
+			v.Explanation = "Not judged: no lane has a throttle its workload meets."
+			return v
+		}
+		v.Judged, v.Pass = true, true
+		worst := 0.0
+		for k := range v.Predicted {
+			dev := math.Abs(v.Measured[k]/v.Predicted[k] - 1)
+			worst = max(worst, dev)
+			v.Pass = v.Pass && dev <= spec.Tolerance
+		}
+		v.Explanation = fmt.Sprintf("Each throttled lane should run at its limit; an IOPS limit counts block requests, and the kernel makes bios of at most 1 MiB and splits them into requests of at most %s: predicted %s, measured %s; the farthest is %s off, tolerance %s.",
+			requestText(q), ratios(v.Predicted), ratios(v.Measured), percent(worst), percent(spec.Tolerance))
+	case MetricPhaseRecovery:
+		rates := out[0].PhaseRates
+		if len(rates) < 3 || rates[0] <= 0 {
+			v.Explanation = "Not judged: the victim (lane 1) lacks a rate in each of three phases."
+			return v
+		}
+		first, mid, last := rates[0], rates[1], rates[2]
+		v.Labels = []string{"alone", "beside the neighbours", "beside throttled neighbours"}
+		// No prediction for the middle phase (0): how far the victim
+		// falls depends on the device.
+		v.Predicted = []float64{1, 0, 1}
+		v.Measured = []float64{1, mid / first, last / first}
+		dev := math.Abs(last/first - 1)
+		v.Judged, v.Pass = true, dev <= spec.Tolerance
+		v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
+			mid/first, last/first, percent(spec.Tolerance), percent(dev))
+	default:
+		v.Explanation = "Not judged: unknown metric " + spec.Metric
+	}
+	return v
+}
+
+func requestText(q QueueLimits) string {
+	switch {
+	case q.MaxSectorsKB > 0 && q.MaxSegments > 0:
+		return fmt.Sprintf("%d KiB (max_sectors_kb) and %d pages (max_segments)", q.MaxSectorsKB, q.MaxSegments)
+	case q.MaxSectorsKB > 0:
+		return fmt.Sprintf("%d KiB (max_sectors_kb)", q.MaxSectorsKB)
+	}
+	return "what the disk allows (its queue limits are not visible here)"
+}

@@ -1,0 +1,48 @@
+package runner_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/moby/moby/client"
+)
+
+// TestIOLabs runs the block IO labs as defined and asserts their verdicts,
+// and that nothing of theirs is left on the engine.
+func TestIOLabs(t *testing.T) {
+	eng, _, _ := engine(t)
+	for _, id := range []string{"io-write-bps", "io-write-iops", "io-read-limits", "noisy-neighbour-io"} {
+		t.Run(id, func(t *testing.T) {
+			m := newTestManager(t)
+			r := startSpec(t, m, `{"lab": "`+id+`"}`)
+			v := waitDone(t, r, 3*time.Minute)
+			if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
+				t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
+			}
+			t.Logf("%s: %s", id, v.Verdict.Explanation)
+			if !v.Verdict.Pass {
+				t.Errorf("verdict failed: %s", v.Verdict.Explanation)
+			}
+			if n := labelled(t, r.ID()); n != 0 {
+				t.Errorf("%d containers remain", n)
+			}
+			vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", runner.LabelRun+"="+r.ID())})
+			if err != nil || len(vols.Items) != 0 {
+				t.Errorf("volumes remain: %v %v", vols.Items, err)
+			}
+		})
+	}
+}
+
+func TestMemoryLab(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"lab": "memory-oom"}`)
+	v := waitDone(t, r, 2*time.Minute)
+	for i, want := range []bool{true, true, false} {
+		if l := v.Lanes[i]; l.OOMKilled != want {
+			t.Errorf("%s: oom_killed %v, want %v (exit %v)", l.Name, l.OOMKilled, want, l.ExitCode)
+		}
+	}
+}
