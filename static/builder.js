@@ -9,7 +9,7 @@ const runErrors = document.getElementById("run-errors");
 const labs = JSON.parse(document.getElementById("labs-data").textContent || "[]");
 const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds",
   "workload.rate_mb_s", "workload.work_us", "workload.alloc_kb", "workload.requests", "workload.concurrency",
-  "workload.rate", "workload.burst"]);
+  "workload.rate", "workload.burst", "workload.bs", "workload.depth"]);
 
 function get(obj, path) {
   return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
@@ -34,7 +34,8 @@ function addLane(lane = { workload: { kind: "md5" } }) {
   const fs = template.content.firstElementChild.cloneNode(true);
   fs.querySelectorAll("[data-field]").forEach((input) => {
     const f = input.dataset.field;
-    const v = f.startsWith("workload.") || f === "name" ? get(lane, f) : get(lane.limits || {}, f);
+    const top = f.startsWith("workload.") || f === "name" || f === "start_at" || f === "stop_at";
+    const v = top ? get(lane, f) : get(lane.limits || {}, f);
     if (v !== undefined && v !== null) input.value = v;
   });
   fs.querySelector('[data-field="workload.kind"]').addEventListener("change", () => showKind(fs));
@@ -69,7 +70,7 @@ function readSpec() {
       if (v === "") return;
       const holder = input.closest("[data-kinds]");
       if (holder && !holder.dataset.kinds.split(" ").includes(kind)) return;
-      if (f === "name") lane.name = v;
+      if (f === "name" || f === "start_at" || f === "stop_at") lane[f] = v;
       else if (f.startsWith("workload.")) lane.workload[f.slice(9)] = numeric.has(f) ? Number(v) : v;
       else lane.limits[f] = v;
     });

@@ -18,7 +18,11 @@ const metrics = [
     limit: (l) => l.cpu_limit || null, expected: (l) => l.expected_cores, digits: 2 },
   { key: "mem", title: "Memory (MiB, usage less inactive file cache)", get: (s) => s.mem / MiB,
     limit: (l) => (l.applied && l.applied.memory ? l.applied.memory / MiB : null), digits: 1 },
-  { key: "io", title: "Block IO (MB/s, read + write)", get: (s) => (s.read_bps + s.write_bps) / 1e6, digits: 2 },
+  { key: "io-read", title: "Block IO read (MiB/s)", get: (s) => s.read_bps / MiB, digits: 2 },
+  { key: "io-write", title: "Block IO write (MiB/s)", get: (s) => s.write_bps / MiB, digits: 2 },
+  { key: "iops", title: "Block IO requests per second (cgroup: read + write)", get: (s) => s.read_iops + s.write_iops, digits: 0 },
+  { key: "work-iops", title: "Disk workload: its own reads or writes per second", get: (s) => (s.iops == null ? null : s.iops),
+    digits: 1, disk: true },
   { key: "pids", title: "Pids", get: (s) => s.pids, digits: 0 },
   { key: "throttled", title: "CFS throttled time (ms per second)", get: (s) => (s.dt > 0 ? s.throttled_ms / s.dt : 0), digits: 1 },
   { key: "throttled-periods", title: "CFS periods throttled (%)",
@@ -38,23 +42,31 @@ function fmt(v, digits) {
   return v == null || Number.isNaN(v) ? "—" : v.toFixed(digits);
 }
 
-// changeMarkers draws a dashed vertical line, in the lane's colour, at
-// every live limit change.
+// changeMarkers draws the run's moments on every chart: phase bounds in
+// grey, live limit changes dashed in the lane's colour, and the engine's
+// events: an OOM kill as a thick red line, an exit as a thin one in the
+// lane's colour.
 function changeMarkers(u) {
-  if (!run || !run.changes) return;
+  if (!run) return;
   const { ctx } = u;
   const { top, height } = u.bbox;
-  ctx.save();
-  ctx.setLineDash([4, 4]);
-  ctx.lineWidth = 2 * devicePixelRatio;
-  for (const c of run.changes) {
-    const x = u.valToPos(c.at_seconds, "x", true);
-    if (!Number.isFinite(x)) continue;
-    ctx.strokeStyle = laneColour(c.lane);
+  const line = (at, colour, width, dash) => {
+    const x = u.valToPos(at, "x", true);
+    if (!Number.isFinite(x)) return;
+    ctx.setLineDash(dash);
+    ctx.lineWidth = width * devicePixelRatio;
+    ctx.strokeStyle = colour;
     ctx.beginPath();
     ctx.moveTo(x, top);
     ctx.lineTo(x, top + height);
     ctx.stroke();
+  };
+  ctx.save();
+  for (const b of run.phase_bounds || []) line(b, "#9aa1ad", 1, [2, 2]);
+  for (const c of run.changes || []) line(c.at_seconds, laneColour(c.lane), 2, [4, 4]);
+  for (const e of run.events || []) {
+    if (e.kind === "oom") line(e.at_seconds, "#b3261e", 3, []);
+    else line(e.at_seconds, laneColour(e.lane), 1, []);
   }
   ctx.restore();
 }
@@ -65,7 +77,9 @@ function buildCharts() {
   const n = run.lanes.length;
   // Pressure is only drawn where the kernel reports it.
   const hasLoad = run.lanes.some((l) => l.workload.kind === "load");
-  const shown = metrics.filter((m) => (!m.pressure || chartsEl.dataset.pressure === "true") && (!m.load || hasLoad));
+  const hasDisk = run.lanes.some((l) => l.workload.kind.startsWith("disk-"));
+  const shown = metrics.filter((m) => (!m.pressure || chartsEl.dataset.pressure === "true") && (!m.load || hasLoad) &&
+    (!m.disk || hasDisk));
   charts = shown.map((m) => {
     const box = document.createElement("div");
     box.className = "chart";

@@ -164,7 +164,14 @@ func TestHostEndpoint(t *testing.T) {
 	if h.NCPU < 1 || h.APIVersion == "" || h.EngineVersion == "" || h.CgroupVersion == "" {
 		t.Errorf("host %+v", h)
 	}
-	for _, field := range []string{"cpus", "cpu-shares", "cpuset-cpus", "cpu-period", "cpu-quota", "memory", "memory-swap", "memory-reservation", "pids-limit"} {
+	if h.IOThrottleSupported.Supported && h.DataRootDevice == "" {
+		t.Errorf("throttles supported but no data root device: %s", h.DataRootNote)
+	}
+	if !h.IOWeightSupported.Supported && h.IOWeightSupported.Reason == "" {
+		t.Error("no IO weight support, and no reason given")
+	}
+	for _, field := range []string{"cpus", "cpu-shares", "cpuset-cpus", "cpu-period", "cpu-quota", "memory", "memory-swap", "memory-reservation", "pids-limit",
+		"device-read-bps", "device-write-bps", "device-read-iops", "device-write-iops", "blkio-weight", "blkio-weight-device"} {
 		if _, ok := h.Limits[field]; !ok {
 			t.Errorf("no support entry for %s", field)
 		}

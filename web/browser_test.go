@@ -87,8 +87,8 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="builder-memory-oom"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="builder-memory-oom"]`)),
-		// The lab's two lanes are in the builder's form.
-		chromedp.WaitVisible(chromedp.CSS(`fieldset.lane[data-lane="1"]`)),
+		// The lab's three lanes are in the builder's form.
+		chromedp.WaitVisible(chromedp.CSS(`fieldset.lane[data-lane="2"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
 		// Charts fill while it runs...
@@ -103,19 +103,23 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	points := run(t, ctx, chromedp.AttributeValue(chromedp.CSS(`[data-testid="charts"]`), "data-points"))
 	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-testid="lane-row"]').length`))
 	oomCell := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=64m"] td.oom`)))
-	dockerRun := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=512m"] td.cmd code`)))
+	dockerRun := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="512m, reservation 128m"] td.cmd code`)))
+	oomEvent := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="events"]`)))
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 
 	if n, _ := strconv.Atoi(points.Value); n < 4 {
 		t.Errorf("charts hold %q points", points.Value)
 	}
-	if rows != 2 {
-		t.Errorf("%d lane rows, want 2", rows)
+	if rows != 3 {
+		t.Errorf("%d lane rows, want 3", rows)
+	}
+	if !strings.Contains(oomEvent, "memory=64m: killed by the kernel's OOM killer") {
+		t.Errorf("engine events %q lack the OOM kill", oomEvent)
 	}
 	if strings.TrimSpace(oomCell) != "yes" {
 		t.Errorf("OOM cell of the 64m lane = %q, want yes", oomCell)
 	}
-	if !strings.Contains(dockerRun, "--memory 512m") {
+	if !strings.Contains(dockerRun, "--memory 512m") || !strings.Contains(dockerRun, "--memory-reservation 128m") {
 		t.Errorf("docker run of the 512m lane = %q", dockerRun)
 	}
 	path := screenshotPath(t, "run.png")

@@ -69,10 +69,37 @@ func throttledText(l runner.LaneResult) string {
 func gib(n int64) string { return f1(float64(n)/(1<<30)) + " GiB" }
 
 func metricText(m string) string {
-	if m == experiments.MetricWallTime {
+	switch m {
+	case experiments.MetricWallTime:
 		return "wall time"
+	case experiments.MetricIOLimit:
+		return "rate"
+	case experiments.MetricPhaseRecovery:
+		return "rate ÷ phase 1"
 	}
 	return "CPU use"
+}
+
+// verdictLabel names a verdict's row: its own label, or the lane's name
+// with the ratio to the first lane.
+func verdictLabel(v runner.RunView, i int) string {
+	if i < len(v.Verdict.Labels) {
+		return v.Verdict.Labels[i]
+	}
+	if i < len(v.Lanes) {
+		return v.Lanes[i].Name + " (÷ lane 1)"
+	}
+	return ""
+}
+
+func eventText(e runner.EventRecord) string {
+	switch {
+	case e.Kind == "oom":
+		return "killed by the kernel's OOM killer"
+	case e.ExitCode != nil:
+		return "exited with code " + strconv.Itoa(*e.ExitCode)
+	}
+	return e.Kind
 }
 
 func percentText(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }

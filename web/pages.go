@@ -16,6 +16,8 @@ type limitField struct{ name, hint string }
 var limitFields = []limitField{
 	{"cpus", "0.5"}, {"cpu-shares", "1024"}, {"cpuset-cpus", "0,1"}, {"cpu-period", "100000"}, {"cpu-quota", "50000"},
 	{"memory", "64m"}, {"memory-swap", "128m"}, {"memory-reservation", "32m"}, {"pids-limit", "512"},
+	{"device-read-bps", "auto:5mb"}, {"device-write-bps", "auto:5mb"}, {"device-read-iops", "auto:100"}, {"device-write-iops", "auto:5"},
+	{"blkio-weight", "500"}, {"blkio-weight-device", "auto:500"},
 }
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
@@ -52,9 +54,14 @@ func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
 	host := h.Runs.Host()
 	shows, why := lab.Shows(host.Experiments())
 	spec := lab.LabSpec()
-	// Validated without the host, so that a lab this host cannot show
-	// still lists its lanes.
-	plan, errs := experiments.Validate(spec, experiments.Host{})
+	// Validated without the host's limits, so that a lab this host cannot
+	// show still lists its lanes; the device auto is shown as the host's
+	// disk where it is known.
+	dev := host.DataRootDevice
+	if dev == "" {
+		dev = "auto"
+	}
+	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: dev})
 	if errs != nil {
 		http.Error(w, errs.Error(), http.StatusInternalServerError)
 		return

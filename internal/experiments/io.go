@@ -24,25 +24,22 @@ type QueueLimits struct {
 // (256) pages of 4 KiB.
 const bioMaxBytes = 256 * 4096
 
-// RequestsPerOp is how many block requests one direct IO of bs bytes
-// becomes, which is what IOPS throttles count: the kernel builds bios of at
-// most 1 MiB, and splits each into requests of at most max_sectors_kb and
-// max_segments pages (a user buffer's pages are not contiguous). With the
-// usual limits a 1 MiB write is two requests: the write-up's 5 IOPS gave
-// 2.5 MB/s.
+// RequestsPerOp is how many IOs an IOPS throttle counts for one direct
+// read or write of bs bytes: the kernel builds bios of at most 1 MiB and
+// splits each at the queue's max_sectors_kb. (max_segments can split a bio
+// further when its pages are scattered, but adjacent pages merge into one
+// segment, so this host's figures show no such split; the model leaves it
+// out.) On the write-up's disk, with max_sectors_kb 512, a 1 MiB write was
+// two requests: its 5 IOPS gave 2.5 MB/s.
 func RequestsPerOp(bs int, q QueueLimits) float64 {
 	if bs <= 0 {
 		return 1
 	}
-	req := 1 << 30
+	req := bioMaxBytes
 	if q.MaxSectorsKB > 0 {
-		req = q.MaxSectorsKB << 10
+		req = min(req, q.MaxSectorsKB<<10)
 	}
-	if q.MaxSegments > 0 {
-		req = min(req, q.MaxSegments*4096)
-	}
-	bios := math.Ceil(float64(bs) / bioMaxBytes)
-	return bios * math.Ceil(float64(min(bs, bioMaxBytes))/float64(req))
+	return math.Ceil(float64(bs) / float64(req))
 }
 
 // IOLimit is the rate a lane's throttle allows its workload, in the
@@ -115,7 +112,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 	case MetricPhaseRecovery:
 		rates := out[0].PhaseRates
 		if len(rates) < 3 || rates[0] <= 0 {
-			v.Explanation = "Not judged: the victim (lane 1) lacks a rate in each of three phases."
+			v.Explanation = "Not judged: the victim (lane 1) lacks a throughput in each of three phases."
 			return v
 		}
 		first, mid, last := rates[0], rates[1], rates[2]
@@ -126,7 +123,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		v.Measured = []float64{1, mid / first, last / first}
 		dev := math.Abs(last/first - 1)
 		v.Judged, v.Pass = true, dev <= spec.Tolerance
-		v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
+		v.Explanation = fmt.Sprintf("The victim's throughput (IOPS for a disk workload) relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
 			mid/first, last/first, percent(spec.Tolerance), percent(dev))
 	default:
 		v.Explanation = "Not judged: unknown metric " + spec.Metric
@@ -135,10 +132,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 }
 
 func requestText(q QueueLimits) string {
-	switch {
-	case q.MaxSectorsKB > 0 && q.MaxSegments > 0:
-		return fmt.Sprintf("%d KiB (max_sectors_kb) and %d pages (max_segments)", q.MaxSectorsKB, q.MaxSegments)
-	case q.MaxSectorsKB > 0:
+	if q.MaxSectorsKB > 0 {
 		return fmt.Sprintf("%d KiB (max_sectors_kb)", q.MaxSectorsKB)
 	}
 	return "what the disk allows (its queue limits are not visible here)"

@@ -164,6 +164,8 @@ type SimLane struct {
 	// that runs for a set time instead (Seconds).
 	Work    float64
 	Seconds float64
+	// StopAt ends the lane at this time after the run's start (0: none).
+	StopAt float64
 	// Demand holds from Start; Changes replace it from their time on.
 	Demand  CPUDemand
 	Changes []DemandChange
@@ -213,6 +215,9 @@ func Simulate(lanes []SimLane, ncpu int, limit float64) []SimResult {
 		}
 		if limit > 0 {
 			e = min(e, lanes[i].Start+limit)
+		}
+		if lanes[i].StopAt > 0 {
+			e = min(e, lanes[i].StopAt)
 		}
 		return e
 	}

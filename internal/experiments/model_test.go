@@ -87,3 +87,10 @@ func TestSimulate(t *testing.T) {
 		})
 	}
 }
+
+func TestSimulateStopAt(t *testing.T) {
+	res := Simulate([]SimLane{{Start: 10, Seconds: 30, StopAt: 20, Demand: CPUDemand{Threads: 1}}}, 2, 40)
+	if !near(res[0].Wall, 10) {
+		t.Errorf("a lane stopped at 20s after starting at 10s: wall %g, want 10", res[0].Wall)
+	}
+}

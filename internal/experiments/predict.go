@@ -155,6 +155,9 @@ func Predict(plan Plan, h ModelHost, out []LaneOutcome, changes []Change) Predic
 		ok[i] = true
 		if plan.Mode == Parallel {
 			sims[i].Start = out[i].Start
+			if l.StopAt > 0 {
+				sims[i].StopAt = l.StopAt.Seconds()
+			}
 		}
 		for _, c := range changes {
 			if c.Lane == i {

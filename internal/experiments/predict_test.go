@@ -143,13 +143,15 @@ func TestChangesUseTheWholeLife(t *testing.T) {
 }
 
 func TestJudgeIO(t *testing.T) {
-	plan := labPlan(t, "io-write-iops")
-	// max_segments 254 (this host's): 1 MiB writes are 2 requests, 8 MiB
-	// ones 8 bios of 2 requests.
-	out := []IOOutcome{{Completed: true, IOPS: 2.45, Throughput: 2.45}, {Completed: true, IOPS: 0.31, Throughput: 2.5}}
-	v := JudgeIO(*plan.Verdict, plan, out, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254})
-	if !v.Judged || !v.Pass || math.Abs(v.Predicted[0]-2.5) > 1e-9 || math.Abs(v.Predicted[1]-5.0/16) > 1e-9 {
+	plan := labPlan(t, "io-read-limits")
+	out := []IOOutcome{{Completed: true, IOPS: 195, Throughput: 0.76}, {Completed: true, IOPS: 10.2, Throughput: 10.2}}
+	v := JudgeIO(*plan.Verdict, plan, out, QueueLimits{MaxSectorsKB: 4096})
+	if !v.Judged || !v.Pass || v.Predicted[0] != 200 || v.Predicted[1] != 10 || v.Measured[0] != 195 || v.Measured[1] != 10.2 {
 		t.Errorf("verdict %+v", v)
+	}
+	out[1].Throughput = 7
+	if v := JudgeIO(*plan.Verdict, plan, out, QueueLimits{}); v.Pass {
+		t.Errorf("7 MiB/s under a 10mb limit passed: %+v", v)
 	}
 	noisy := labPlan(t, "noisy-neighbour-io")
 	victim := make([]IOOutcome, len(noisy.Lanes))
@@ -170,8 +172,9 @@ func TestRequestsPerOp(t *testing.T) {
 		want float64
 	}{
 		{1 << 20, QueueLimits{MaxSectorsKB: 512, MaxSegments: 128}, 2},  // the write-up's disk
-		{1 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 2}, // this host's
-		{8 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 16},
+		{1 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 1}, // this host's
+		{2 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 2},
+		{8 << 20, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 8},
 		{4096, QueueLimits{MaxSectorsKB: 4096, MaxSegments: 254}, 1},
 		{1 << 20, QueueLimits{}, 1},
 	} {

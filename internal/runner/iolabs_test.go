@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // and that nothing of theirs is left on the engine.
 func TestIOLabs(t *testing.T) {
 	eng, _, _ := engine(t)
-	for _, id := range []string{"io-write-bps", "io-write-iops", "io-read-limits", "noisy-neighbour-io"} {
+	for _, id := range []string{"io-write-bps", "io-read-limits", "noisy-neighbour-io"} {
 		t.Run(id, func(t *testing.T) {
 			m := newTestManager(t)
 			r := startSpec(t, m, `{"lab": "`+id+`"}`)
@@ -43,6 +44,33 @@ func TestMemoryLab(t *testing.T) {
 	for i, want := range []bool{true, true, false} {
 		if l := v.Lanes[i]; l.OOMKilled != want {
 			t.Errorf("%s: oom_killed %v, want %v (exit %v)", l.Name, l.OOMKilled, want, l.ExitCode)
+		}
+	}
+}
+
+// TestWriteIOPSLab: the cgroup's count of write IOs stays at the 5 a second
+// the throttle allows, whatever the block size.
+func TestWriteIOPSLab(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"lab": "io-write-iops"}`)
+	v := waitDone(t, r, 3*time.Minute)
+	if v.State != runner.StateDone {
+		t.Fatalf("state %s: %s", v.State, v.Error)
+	}
+	hist, _ := r.Hub().Subscribe()
+	perLane := map[int][]float64{}
+	for _, b := range hist {
+		var msg runner.Message
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range msg.Samples {
+			perLane[s.Lane] = append(perLane[s.Lane], s.WriteIOPS)
+		}
+	}
+	for lane, iops := range perLane {
+		if med := median(iops); med > 5*1.15 || med < 5*0.5 {
+			t.Errorf("lane %d: median %.2f write IOs per second, want about 5 (%v)", lane, med, iops)
 		}
 	}
 }

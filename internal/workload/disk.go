@@ -9,22 +9,28 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // DataDir is where disk workloads write: a volume of the lane's own.
 const DataDir = "/data"
 
-// alignedBuf returns a buffer aligned for O_DIRECT (4 KiB covers the
-// logical block size of the disks Limit Lab meets).
+// alignedBuf returns a page-aligned buffer for O_DIRECT, mapped without
+// transparent huge pages: the kernel splits a direct IO into requests of at
+// most max_segments pages unless they happen to be physically contiguous,
+// which a huge page makes them. Without it a 1 MiB write splits as it does
+// in most programs, and the IOPS throttle lab is repeatable.
 func alignedBuf(size int) []byte {
-	const align = 4096
-	b := make([]byte, size+align)
-	off := int(uintptr(unsafe.Pointer(&b[0])) & (align - 1))
-	if off != 0 {
-		off = align - off
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		panic(err) // out of address space: nothing sensible to do
 	}
-	return b[off : off+size]
+	_ = syscall.Madvise(b, unix.MADV_NOHUGEPAGE)
+	for i := range b {
+		b[i] = byte(i) // real pages, as a program's data would be
+	}
+	return b
 }
 
 // diskWriteWork writes mb MiB in blocks of bs bytes with O_DIRECT, like
