@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -57,16 +56,9 @@ func TestWriteIOPSLab(t *testing.T) {
 	if v.State != runner.StateDone {
 		t.Fatalf("state %s: %s", v.State, v.Error)
 	}
-	hist, _ := r.Hub().Subscribe()
 	perLane := map[int][]float64{}
-	for _, b := range hist {
-		var msg runner.Message
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range msg.Samples {
-			perLane[s.Lane] = append(perLane[s.Lane], s.WriteIOPS)
-		}
+	for _, s := range samplesOf(t, r) {
+		perLane[s.Lane] = append(perLane[s.Lane], s.WriteIOPS)
 	}
 	for lane, iops := range perLane {
 		if med := median(iops); med > 5*1.15 || med < 5*0.5 {

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -78,20 +77,13 @@ func TestLiveLimitChange(t *testing.T) {
 		t.Errorf("lane cpu limit after the change: %g", v.Lanes[0].CPULimit)
 	}
 	// The CPU drops within two samples of the change.
-	hist, _ := r.Hub().Subscribe()
 	var after []runner.Sample
 	var before []float64
-	for _, b := range hist {
-		var msg runner.Message
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range msg.Samples {
-			if s.T-s.DT >= rec.AtSeconds {
-				after = append(after, s)
-			} else if s.T < rec.AtSeconds {
-				before = append(before, s.CPU)
-			}
+	for _, s := range samplesOf(t, r) {
+		if s.T-s.DT >= rec.AtSeconds {
+			after = append(after, s)
+		} else if s.T < rec.AtSeconds {
+			before = append(before, s.CPU)
 		}
 	}
 	if median(before) < 0.8 {

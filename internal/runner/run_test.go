@@ -97,16 +97,9 @@ func TestSequentialCPUsLadder(t *testing.T) {
 	}
 
 	// The history holds sample batches with CPU near each lane's limit.
-	hist, _ := r.Hub().Subscribe()
 	cpu := map[int][]float64{}
-	for _, b := range hist {
-		var msg runner.Message
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range msg.Samples {
-			cpu[s.Lane] = append(cpu[s.Lane], s.CPU)
-		}
+	for _, s := range samplesOf(t, r) {
+		cpu[s.Lane] = append(cpu[s.Lane], s.CPU)
 	}
 	if m0, m1 := median(cpu[0]), median(cpu[1]); math.Abs(m0-1) > 0.2 || math.Abs(m1-0.5) > 0.1 {
 		t.Errorf("median CPU per lane = %.2f and %.2f cores: want about 1 and 0.5 (samples %v)", m0, m1, cpu)
@@ -259,21 +252,29 @@ func TestEngineStatsFallback(t *testing.T) {
 	if v.StatsNote == "" || v.Lanes[0].StatsSource != "engine" {
 		t.Errorf("stats note %q, lane source %q: want the engine named", v.StatsNote, v.Lanes[0].StatsSource)
 	}
-	hist, _ := r.Hub().Subscribe()
 	var cpu []float64
+	for _, s := range samplesOf(t, r) {
+		if s.DT < 0.9 {
+			t.Errorf("engine sample %.2fs after the previous one: the engine is asked more than once a second", s.DT)
+		}
+		cpu = append(cpu, s.CPU)
+	}
+	if len(cpu) < 2 || math.Abs(median(cpu)-0.5) > 0.1 {
+		t.Errorf("engine-sourced CPU samples %v: want about 0.5 cores", cpu)
+	}
+}
+
+// samplesOf is every sample batch the run published, in order, flattened.
+func samplesOf(t *testing.T, r *runner.Run) []runner.Sample {
+	t.Helper()
+	hist, _ := r.Hub().Subscribe()
+	var out []runner.Sample
 	for _, b := range hist {
 		var msg runner.Message
 		if err := json.Unmarshal(b, &msg); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range msg.Samples {
-			if s.DT < 0.9 {
-				t.Errorf("engine sample %.2fs after the previous one: the engine is asked more than once a second", s.DT)
-			}
-			cpu = append(cpu, s.CPU)
-		}
+		out = append(out, msg.Samples...)
 	}
-	if len(cpu) < 2 || math.Abs(median(cpu)-0.5) > 0.1 {
-		t.Errorf("engine-sourced CPU samples %v: want about 0.5 cores", cpu)
-	}
+	return out
 }

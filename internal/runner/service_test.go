@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -78,23 +77,16 @@ func TestServiceUnderLoad(t *testing.T) {
 	}
 	var svcThrottled, idleThrottled uint64
 	latencySamples := 0
-	hist, _ := r.Hub().Subscribe()
-	for _, b := range hist {
-		var msg runner.Message
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range msg.Samples {
-			switch s.Lane {
-			case 0:
-				svcThrottled += s.ThrottledPeriods
-			case 1:
-				if s.LatencyMs != nil && s.LatencyMs.P99 > 0 {
-					latencySamples++
-				}
-			case 2:
-				idleThrottled += s.ThrottledPeriods
+	for _, s := range samplesOf(t, r) {
+		switch s.Lane {
+		case 0:
+			svcThrottled += s.ThrottledPeriods
+		case 1:
+			if s.LatencyMs != nil && s.LatencyMs.P99 > 0 {
+				latencySamples++
 			}
+		case 2:
+			idleThrottled += s.ThrottledPeriods
 		}
 	}
 	if svcThrottled == 0 || idleThrottled != 0 {
