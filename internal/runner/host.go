@@ -158,13 +158,6 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.DataRootNote = "the engine is remote: name devices as its host knows them"
 	}
 	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
-	defer func() {
-		if h.StatsSource == "engine" && h.CgroupVersion == "2" {
-			// The engine's stats on cgroup v2 carry IO bytes but no
-			// operation counts (it reads io.stat for bytes only).
-			h.StatsNote += "; on cgroup v2 the engine reports no IO operation counts, so IOPS charts stay empty"
-		}
-	}()
 	switch {
 	case local && visible:
 		h.StatsSource = "cgroup"
@@ -175,6 +168,11 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	default:
 		h.StatsSource = "engine"
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
+	}
+	if h.StatsSource == "engine" && h.CgroupVersion == "2" {
+		// The engine's stats on cgroup v2 carry IO bytes but no operation
+		// counts.
+		h.StatsNote += "; on cgroup v2 the engine reports no IO operation counts, so IOPS charts stay empty"
 	}
 	return h, nil
 }
