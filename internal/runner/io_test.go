@@ -74,7 +74,9 @@ func TestPhases(t *testing.T) {
 	mid := v.Lanes[1]
 	t.Logf("middle lane ran %.2fs to %.2fs", mid.StartedAt, mid.EndedAt)
 	interval := float64(v.IntervalMs) / 1000
-	if mid.StartedAt < 2 || mid.StartedAt > 2+2*interval {
+	// The runner asks ahead by the engine's start latency, so the lane may
+	// also start a little early.
+	if math.Abs(mid.StartedAt-2) > 2*interval {
 		t.Errorf("started at %.2fs, want 2s within a sample or two", mid.StartedAt)
 	}
 	if mid.EndedAt < 5 || mid.EndedAt > 5+2*interval {
