@@ -68,24 +68,24 @@ func TestUnknownDeviceIsAFieldError(t *testing.T) {
 func TestPhases(t *testing.T) {
 	m := newTestManager(t)
 	r := startSpec(t, m, `{"name": "phases", "mode": "parallel", "duration": "20s", "lanes": [
-	  {"name": "steady", "workload": {"kind": "spin", "seconds": 7}, "limits": {"cpus": "0.5"}},
-	  {"name": "middle", "workload": {"kind": "spin", "seconds": 60}, "start_at": "2s", "stop_at": "5s"}]}`)
+	  {"name": "steady", "workload": {"kind": "spin", "seconds": 9}, "limits": {"cpus": "0.5"}},
+	  {"name": "middle", "workload": {"kind": "spin", "seconds": 60}, "start_at": "3s", "stop_at": "6s"}]}`)
 	v := waitDone(t, r, time.Minute)
 	mid := v.Lanes[1]
 	t.Logf("middle lane ran %.2fs to %.2fs", mid.StartedAt, mid.EndedAt)
 	interval := float64(v.IntervalMs) / 1000
 	// The runner asks ahead by the engine's start latency, so the lane may
 	// also start a little early.
-	if math.Abs(mid.StartedAt-2) > 2*interval {
-		t.Errorf("started at %.2fs, want 2s within a sample or two", mid.StartedAt)
+	if math.Abs(mid.StartedAt-3) > 2*interval {
+		t.Errorf("started at %.2fs, want 3s within a sample or two", mid.StartedAt)
 	}
-	if mid.EndedAt < 5 || mid.EndedAt > 5+2*interval {
-		t.Errorf("ended at %.2fs, want 5s within a sample or two", mid.EndedAt)
+	if mid.EndedAt < 6 || mid.EndedAt > 6+2*interval {
+		t.Errorf("ended at %.2fs, want 6s within a sample or two", mid.EndedAt)
 	}
 	if mid.ExitCode == nil || *mid.ExitCode != 0 || mid.TimedOut || mid.Result == "" && mid.Throughput == 0 {
 		t.Errorf("middle lane: exit %v, timed out %v: it should stop cleanly at stop_at", mid.ExitCode, mid.TimedOut)
 	}
-	if fmt := v.PhaseBounds; len(fmt) != 2 || fmt[0] != 2 || fmt[1] != 5 {
+	if fmt := v.PhaseBounds; len(fmt) != 2 || fmt[0] != 3 || fmt[1] != 6 {
 		t.Errorf("phase bounds %v", v.PhaseBounds)
 	}
 	steady := v.Lanes[0]

@@ -178,6 +178,7 @@ type laneRT struct {
 	prev     Counters
 	hasPrev  bool
 	rate     float64 // workload's last reported rate
+	reported bool    // the workload has reported progress
 	iops     float64 // a disk workload's last reported operations per second
 	// A load lane's last interval: its latency and failures so far.
 	latency  *workload.Latency
@@ -1038,7 +1039,7 @@ func (m *Manager) followLogs(ctx context.Context, r *Run, rt *laneRT, id string,
 			rt.summary = &line
 			rt.done = line.Done
 		} else {
-			rt.rate, rt.done = line.Rate, line.Done
+			rt.rate, rt.done, rt.reported = line.Rate, line.Done, true
 			rt.latency, rt.failures = line.Latency, line.Failures
 			rt.iops = line.IOPS
 		}
@@ -1113,7 +1114,9 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 					}
 					batch = append(batch, s)
 					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
-					if r.view.PhaseBounds != nil {
+					if r.view.PhaseBounds != nil && l.reported {
+						// Phase means count only samples after the
+						// workload's first report of its rate.
 						l.phased = append(l.phased, s)
 					}
 				}
