@@ -1,5 +1,6 @@
 // A lab's page: run the lab as defined.
 import { laneColour } from "./colours.js";
+import { enableCopyButtons } from "./copy.js";
 
 const root = document.getElementById("lab");
 const errors = document.getElementById("run-errors");
@@ -33,7 +34,4 @@ button.addEventListener("click", async () => {
   }
 });
 
-document.addEventListener("click", (ev) => {
-  const b = ev.target.closest("button[data-copy]");
-  if (b) navigator.clipboard.writeText(b.dataset.copy);
-});
+enableCopyButtons();

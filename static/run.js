@@ -1,6 +1,7 @@
 // The run page: live charts from the run's websocket, and the results table
 // re-rendered by the server whenever the run changes.
 import { laneColour } from "./colours.js";
+import { enableCopyButtons } from "./copy.js";
 
 const root = document.getElementById("run");
 const id = root.dataset.runId;
@@ -265,14 +266,7 @@ stopButton.addEventListener("click", async () => {
   await fetch(`/api/runs/${id}/stop`, { method: "POST" });
 });
 
-document.addEventListener("click", (ev) => {
-  const b = ev.target.closest("button[data-copy]");
-  if (!b) return;
-  navigator.clipboard.writeText(b.dataset.copy).then(() => {
-    b.textContent = "Copied";
-    setTimeout(() => (b.textContent = "Copy"), 1200);
-  });
-});
+enableCopyButtons();
 
 paintSwatches();
 connect();
