@@ -1,0 +1,125 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func open(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRunsAndMessagesSurviveReopening(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i, lab := range []string{"shares", "quota", "shares"} {
+		s.SaveRun(Run{ID: fmt.Sprint("r", i), Participant: "p", Lab: lab, Name: "run", State: "running",
+			CreatedAt: base.Add(time.Duration(i) * time.Minute), View: []byte(`{}`)})
+	}
+	for i := range 100 {
+		s.Append("r1", []byte(fmt.Sprint(i)))
+	}
+	s.SaveRun(Run{ID: "r1", Lab: "quota", Name: "run", State: "done", Summary: "2.00×", CreatedAt: base, View: []byte(`{"state":"done"}`)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, dir) // migrations already applied: nothing to do
+	defer s.Close()
+	if v, err := s.Version(); err != nil || v != 1 {
+		t.Fatalf("schema version %d, %v; want 1", v, err)
+	}
+	r, err := s.Get("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "done" || r.Summary != "2.00×" || string(r.View) != `{"state":"done"}` || r.Participant != "p" ||
+		!r.CreatedAt.Equal(base.Add(time.Minute)) {
+		t.Errorf("run after reopening: %+v; the update must change state, summary and view only", r)
+	}
+	msgs, err := s.Messages("r1")
+	if err != nil || len(msgs) != 100 {
+		t.Fatalf("%d messages, %v; want 100", len(msgs), err)
+	}
+	for i, m := range msgs {
+		if string(m) != fmt.Sprint(i) {
+			t.Fatalf("message %d is %q: out of order", i, m)
+		}
+	}
+	all, _ := s.List(Filter{})
+	if len(all) != 3 || all[0].ID != "r2" || all[2].ID != "r0" {
+		t.Errorf("list: %v, want newest first", ids(all))
+	}
+	shares, _ := s.List(Filter{Lab: "shares"})
+	if len(shares) != 2 || shares[0].ID != "r2" || shares[1].ID != "r0" {
+		t.Errorf("lab filter: %v", ids(shares))
+	}
+	running, _ := s.List(Filter{States: []string{"running", "queued"}})
+	if len(running) != 2 {
+		t.Errorf("state filter: %v", ids(running))
+	}
+	if _, err := s.Get("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+}
+
+func TestImportIsAllOrNothing(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	r := Run{ID: "imp", Name: "from home", State: "done", CreatedAt: time.Now(), Imported: true, View: []byte(`{}`)}
+	if err := s.Import(r, [][]byte{[]byte("a"), []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	// The same id again: the row updates, then a nil message body breaks
+	// the NOT NULL constraint, and nothing of the second import stays.
+	r.Name = "changed"
+	if err := s.Import(r, [][]byte{[]byte("c"), nil}); err == nil {
+		t.Fatal("import with a nil message succeeded")
+	}
+	got, _ := s.Get("imp")
+	msgs, _ := s.Messages("imp")
+	if got.Name != "from home" || len(msgs) != 2 || !bytes.Equal(msgs[1], []byte("b")) || !got.Imported {
+		t.Errorf("after a failed import: %+v, %q", got, msgs)
+	}
+}
+
+func TestFeaturedIsTheLastMarked(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	if _, ok, err := s.Featured(); ok || err != nil {
+		t.Fatalf("featured on an empty store: %v %v", ok, err)
+	}
+	now := time.Now()
+	for _, id := range []string{"a", "b"} {
+		s.SaveRun(Run{ID: id, Name: id, State: "done", CreatedAt: now, View: []byte(`{}`)})
+	}
+	if err := s.Feature("a", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Feature("b", now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, _ := s.Featured(); !ok || id != "b" {
+		t.Errorf("featured %q, want b", id)
+	}
+	if err := s.Feature("zzz", now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("featuring an unknown run: %v", err)
+	}
+}
+
+func ids(rs []Run) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
