@@ -1,0 +1,95 @@
+package runner
+
+import "slices"
+
+// fairQueue holds waiting items per participant and serves participants in
+// turn: whoever was served least recently goes first, so one participant
+// submitting many runs cannot push the others back (round-robin, not first
+// come first served). Within a participant, items keep their order. It is
+// not safe for concurrent use.
+type fairQueue[T comparable] struct {
+	turn  []string // participants with waiting items, next to be served first
+	items map[string][]T
+}
+
+func newFairQueue[T comparable]() *fairQueue[T] {
+	return &fairQueue[T]{items: map[string][]T{}}
+}
+
+// Push adds an item at the end of its participant's line; a participant
+// with nothing waiting joins the end of the turn.
+func (q *fairQueue[T]) Push(participant string, item T) {
+	if len(q.items[participant]) == 0 {
+		q.turn = append(q.turn, participant)
+	}
+	q.items[participant] = append(q.items[participant], item)
+}
+
+// Len is the number of waiting items.
+func (q *fairQueue[T]) Len() int {
+	n := 0
+	for _, items := range q.items {
+		n += len(items)
+	}
+	return n
+}
+
+// Remove takes an item out of the queue wherever it is.
+func (q *fairQueue[T]) Remove(item T) bool {
+	for p, items := range q.items {
+		if i := slices.Index(items, item); i >= 0 {
+			q.items[p] = slices.Delete(items, i, i+1)
+			if len(q.items[p]) == 0 {
+				q.drop(p)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (q *fairQueue[T]) drop(p string) {
+	delete(q.items, p)
+	if i := slices.Index(q.turn, p); i >= 0 {
+		q.turn = slices.Delete(q.turn, i, i+1)
+	}
+}
+
+// Next takes the first item of the first participant in turn whose first
+// item fits (nil fits means any), and moves that participant to the end of
+// the turn. A participant whose first item does not fit keeps its place.
+func (q *fairQueue[T]) Next(fits func(T) bool) (T, bool) {
+	for _, p := range q.turn {
+		head := q.items[p][0]
+		if fits != nil && !fits(head) {
+			continue
+		}
+		rest := q.items[p][1:]
+		q.drop(p)
+		if len(rest) > 0 {
+			q.items[p] = rest
+			q.turn = append(q.turn, p)
+		}
+		return head, true
+	}
+	var zero T
+	return zero, false
+}
+
+// Order is the items in the order they will be served if nothing else
+// changes: one from each participant in turn, round after round.
+func (q *fairQueue[T]) Order() []T {
+	var out []T
+	for round := 0; ; round++ {
+		added := false
+		for _, p := range q.turn {
+			if items := q.items[p]; round < len(items) {
+				out = append(out, items[round])
+				added = true
+			}
+		}
+		if !added {
+			return out
+		}
+	}
+}
