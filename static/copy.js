@@ -3,9 +3,10 @@ export function enableCopyButtons() {
   document.addEventListener("click", (ev) => {
     const b = ev.target.closest("button[data-copy]");
     if (!b) return;
+    const was = b.textContent;
     navigator.clipboard.writeText(b.dataset.copy).then(() => {
       b.textContent = "Copied";
-      setTimeout(() => (b.textContent = "Copy"), 1200);
+      setTimeout(() => (b.textContent = was), 1200);
     });
   });
 }

@@ -10,7 +10,8 @@ const stateEl = document.getElementById("state");
 const errorEl = document.getElementById("run-error");
 const stopButton = document.getElementById("stop");
 const MiB = 1024 * 1024;
-const terminal = new Set(["done", "failed", "stopped"]);
+const terminal = new Set(["done", "failed", "stopped", "refused", "interrupted"]);
+const queueEl = document.getElementById("queue");
 const modelled = new Set(["md5", "primes", "spin"]);
 const controlsSection = document.getElementById("controls");
 
@@ -87,6 +88,13 @@ function buildCharts() {
     box.setAttribute("data-testid", `chart-${m.key}`);
     const h = document.createElement("h3");
     h.textContent = m.title;
+    const png = document.createElement("button");
+    png.type = "button";
+    png.className = "png";
+    png.textContent = "PNG";
+    png.title = "Download this chart as a PNG image";
+    png.setAttribute("data-testid", `png-${m.key}`);
+    h.appendChild(png);
     box.appendChild(h);
     chartsEl.appendChild(box);
     const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];
@@ -130,8 +138,40 @@ function buildCharts() {
       series,
       hooks: { draw: [changeMarkers] },
     }, data, box);
+    png.addEventListener("click", () => downloadPNG(u, m));
     return { m, u, data };
   });
+}
+
+// downloadPNG saves a chart as drawn, with its title and lane names above
+// it on white, since uPlot draws the title and legend outside the canvas.
+function downloadPNG(u, m) {
+  const src = u.ctx.canvas;
+  const dpr = devicePixelRatio || 1;
+  const head = Math.round(44 * dpr);
+  const out = document.createElement("canvas");
+  out.width = src.width;
+  out.height = src.height + head;
+  const ctx = out.getContext("2d");
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, out.width, out.height);
+  ctx.fillStyle = "#1d2430";
+  ctx.font = `${Math.round(13 * dpr)}px sans-serif`;
+  ctx.fillText(`${run.name}: ${m.title}`, 8 * dpr, 16 * dpr);
+  let x = 8 * dpr;
+  run.lanes.forEach((l, i) => {
+    ctx.fillStyle = laneColour(i);
+    ctx.fillText(`■ ${l.name}`, x, 36 * dpr);
+    x += ctx.measureText(`■ ${l.name}`).width + 14 * dpr;
+  });
+  ctx.drawImage(src, 0, head);
+  out.toBlob((blob) => {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = `limitlab-${id}-${m.key}.png`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  }, "image/png");
 }
 
 let pending = false;
@@ -184,7 +224,13 @@ function onRun(view) {
   stateEl.textContent = view.state;
   stateEl.className = `state ${view.state}`;
   errorEl.textContent = view.error || "";
-  stopButton.disabled = terminal.has(view.state);
+  if (queueEl) {
+    queueEl.hidden = view.state !== "queued";
+    queueEl.textContent = view.state === "queued"
+      ? (view.queue_position === 1 ? "Waiting in the queue: you are next" : `Waiting in the queue: position ${view.queue_position || "…"}`)
+      : "";
+  }
+  if (stopButton) stopButton.disabled = terminal.has(view.state);
   if (first) buildCharts();
   else redraw(); // markers of new changes
   showControls(view);
@@ -196,6 +242,7 @@ function onRun(view) {
 const controls = document.querySelectorAll("form.lane-control");
 
 function showControls(view) {
+  if (!controlsSection) return;
   controlsSection.hidden = terminal.has(view.state);
   controls.forEach((form) => {
     const lane = view.lanes[Number(form.dataset.lane)];
@@ -261,10 +308,18 @@ function connect() {
   };
 }
 
-stopButton.addEventListener("click", async () => {
-  stopButton.disabled = true;
-  await fetch(`/api/runs/${id}/stop`, { method: "POST" });
-});
+if (stopButton) {
+  stopButton.addEventListener("click", async () => {
+    stopButton.disabled = true;
+    const res = await fetch(`/api/runs/${id}/stop`, { method: "POST" });
+    if (!res.ok) {
+      errorEl.textContent = (await res.json()).error || res.statusText;
+      stopButton.disabled = false;
+    }
+  });
+}
+const permalink = document.getElementById("permalink");
+if (permalink) permalink.dataset.copy = `${location.origin}/runs/${id}`;
 
 enableCopyButtons();
 

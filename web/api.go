@@ -36,7 +36,7 @@ func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"runs": h.Runs.List()})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": h.Runs.List(r.URL.Query().Get("lab"))})
 }
 
 // apiCreateRun parses and validates a spec and starts it. Nothing starts
@@ -62,8 +62,17 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
 		return
 	}
-	run, err := h.Runs.Start(spec, plan)
-	if err != nil {
+	run, err := h.Runs.Submit(spec, plan, participantOf(r))
+	var quota *runner.QuotaError
+	switch {
+	case errors.As(err, &quota):
+		// As Kubernetes refuses a pod over a quota: 403, naming the limit.
+		writeJSON(w, http.StatusForbidden, map[string]any{
+			"errors": experiments.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
+			"quota":  quota,
+		})
+		return
+	case err != nil:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
@@ -82,6 +91,10 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBytes))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
+		return
+	}
+	if !h.mayControl(r, chi.URLParam(r, "id")) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "only the participant who started this run, or the presenter, may change its limits"})
 		return
 	}
 	change, errs := experiments.ParseLimits(body)
@@ -119,6 +132,10 @@ func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	if !h.mayControl(r, id) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "only the participant who started this run, or the presenter, may stop it"})
+		return
+	}
 	if err := h.Runs.Stop(id); err != nil {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,20 +15,43 @@ import (
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
 )
 
-// newServer serves the real router over a runner on the real engine.
+// testClient keeps cookies, so that a test is one participant.
+var testClient = func() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar}
+}()
+
+// newServer serves the real router over a runner on the real engine, with
+// a store in a fresh directory.
 func newServer(t *testing.T) (*httptest.Server, *runner.Manager) {
+	return newServerWith(t, nil)
+}
+
+// newServerWith is newServer with the router's deps and the runner's
+// options changed first.
+func newServerWith(t *testing.T, deps func(*Deps), options ...func(*runner.Options)) (*httptest.Server, *runner.Manager) {
 	t.Helper()
-	m := enginetest.Manager(t)
-	srv := httptest.NewServer(NewRouter(Deps{Runs: m, Static: limitlab.Static(), AllowedHosts: LoopbackHosts}))
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() }) // after the manager's shutdown: cleanups run last first
+	m := enginetest.Manager(t, append([]func(*runner.Options){func(o *runner.Options) { o.Store = st }}, options...)...)
+	d := Deps{Runs: m, Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
+	if deps != nil {
+		deps(&d)
+	}
+	srv := httptest.NewServer(NewRouter(d))
 	t.Cleanup(srv.Close)
 	return srv, m
 }
 
 func postJSON(t *testing.T, url, body string) (int, []byte) {
 	t.Helper()
-	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	res, err := testClient.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +62,7 @@ func postJSON(t *testing.T, url, body string) (int, []byte) {
 
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
-	res, err := http.Get(url)
+	res, err := testClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +164,7 @@ func TestRunOverTheAPI(t *testing.T) {
 		t.Errorf("list = %+v", list.Runs)
 	}
 	for _, path := range []string{"/runs/" + created.ID, "/runs/" + created.ID + "/results", "/"} {
-		res, err := http.Get(srv.URL + path)
+		res, err := testClient.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +212,7 @@ func TestRequestChecks(t *testing.T) {
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

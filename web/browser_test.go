@@ -182,13 +182,11 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 
 func TestBrowserChangesLimitsLive(t *testing.T) {
 	srv, _ := newServer(t)
-	status, body := postJSON(t, srv.URL+"/api/runs", `{"name": "live", "duration": "60s",
-	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 6}, "limits": {"cpus": "1"}}]}`)
-	if status != 201 {
-		t.Fatalf("%d %s", status, body)
-	}
-	id := strings.Split(strings.Split(string(body), `"id": "`)[1], `"`)[0]
 	ctx := browser(t)
+	// Only the participant who started a run may change it: the browser
+	// starts it, with its own cookie.
+	id := browserStart(t, ctx, srv.URL, `{"name": "live", "duration": "60s",
+	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 6}, "limits": {"cpus": "1"}}]}`)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/runs/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="control-0"] input[data-field="cpus"]`)),
@@ -203,4 +201,16 @@ func TestBrowserChangesLimitsLive(t *testing.T) {
 	if !strings.Contains(row, "cpus 0.25") || !strings.Contains(row, "docker update --cpus 0.25") {
 		t.Errorf("change row %q", row)
 	}
+}
+
+// browserStart starts a run from the browser, as its participant, and
+// returns the run's id.
+func browserStart(t *testing.T, ctx context.Context, base, spec string) string {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs")); err != nil {
+		t.Fatal(err)
+	}
+	js := `fetch("/api/runs", {method: "POST", headers: {"Content-Type": "application/json"}, body: ` + strconv.Quote(spec) +
+		`}).then(async (r) => { const b = await r.json(); if (r.status !== 201) throw new Error(JSON.stringify(b)); return b.id; })`
+	return run(t, ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
 }

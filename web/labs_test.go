@@ -24,7 +24,7 @@ func TestLabsOverTheAPI(t *testing.T) {
 		if l.ID == "" || l.Title == "" || l.Seed == "" || len(l.Spec) == 0 {
 			t.Errorf("lab %+v lacks a field", l)
 		}
-		res, err := http.Get(srv.URL + "/labs/" + l.ID)
+		res, err := testClient.Get(srv.URL + "/labs/" + l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

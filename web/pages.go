@@ -21,13 +21,18 @@ var limitFields = []limitField{
 }
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
-	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), h.Runs.List())).ServeHTTP(w, r)
+	runs := h.Runs.List("")
+	if len(runs) > 10 {
+		runs = runs[:10]
+	}
+	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), runs)).ServeHTTP(w, r)
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
 	host := h.Runs.Host()
 	pressure := host.CgroupVersion == "2" && host.StatsSource == "cgroup"
-	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, pressure) })
+	embed := r.URL.Query().Get("embed") == "1"
+	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, pressure, embed) })
 }
 
 // resultsFragment is the results table alone, which the run page fetches
@@ -91,4 +96,60 @@ func labNetwork(l experiments.PlannedLane) string {
 		return "container:<" + strconv.Itoa(l.Target+1) + ". lane>"
 	}
 	return ""
+}
+
+func (h *handlers) historyPage(w http.ResponseWriter, r *http.Request) {
+	lab := r.URL.Query().Get("lab")
+	templ.Handler(historyPage(h.Runs.List(lab), experiments.Labs(), lab)).ServeHTTP(w, r)
+}
+
+func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a, okA := h.Runs.Get(q.Get("a"))
+	b, okB := h.Runs.Get(q.Get("b"))
+	if !okA || !okB {
+		http.Error(w, "compare: pick two runs that exist: /compare?a=<run id>&b=<run id>", http.StatusNotFound)
+		return
+	}
+	templ.Handler(comparePage(a.View(), b.View())).ServeHTTP(w, r)
+}
+
+func (h *handlers) livePage(w http.ResponseWriter, r *http.Request) {
+	templ.Handler(livePage()).ServeHTTP(w, r)
+}
+
+func (h *handlers) presenterPage(w http.ResponseWriter, r *http.Request) {
+	templ.Handler(presenterPage()).ServeHTTP(w, r)
+}
+
+// labTitle is a lab's title, or "custom" for a run of no lab.
+func labTitle(id string) string {
+	if lab, ok := experiments.LabByID(id); ok {
+		return lab.Title
+	}
+	if id == "" {
+		return "custom"
+	}
+	return id
+}
+
+// laneName names row i of a comparison by either run's lane.
+func laneName(a, b runner.RunView, i int) string {
+	if i < len(a.Lanes) {
+		return a.Lanes[i].Name
+	}
+	return b.Lanes[i].Name
+}
+
+func verdictText(v runner.RunView) string {
+	vd := v.Verdict
+	switch {
+	case vd == nil:
+		return "none yet"
+	case !vd.Judged:
+		return "not judged: " + vd.Explanation
+	case vd.Pass:
+		return "as predicted"
+	}
+	return "not as predicted: " + vd.Explanation
 }

@@ -4,6 +4,7 @@ package web
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -24,10 +25,22 @@ import (
 // Runs is what the handlers need of the runner.
 type Runs interface {
 	Host() runner.HostInfo
-	Start(spec experiments.Spec, plan experiments.Plan) (*runner.Run, error)
+	// Submit queues a run for a participant; a refusal by a quota is a
+	// *runner.QuotaError.
+	Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error)
 	Get(id string) (*runner.Run, bool)
-	List() []runner.RunView
+	// List is the history, newest first; lab, if set, keeps that lab's.
+	List(lab string) []runner.RunView
 	Stop(id string) error
+	// Owner is the participant of a queued or running run.
+	Owner(id string) (string, bool)
+	Export(id string) (runner.Export, error)
+	Import(e runner.Export) (string, error)
+	WriteCSV(w io.Writer, id string) error
+	Feature(id string) error
+	Featured() (string, bool)
+	FeaturedFeed() *hub.Hub
+	ClearQueue(why string) int
 	// UpdateLimits changes a running lane's limits.
 	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
 	// Feed is a run's live stream: its history, then each new message.
@@ -48,6 +61,9 @@ type Deps struct {
 	AllowedOrigins []string
 	// WriteTimeout bounds each websocket write.
 	WriteTimeout time.Duration
+	// PresenterToken authenticates the presenter's calls (Authorization:
+	// Bearer); empty disables them.
+	PresenterToken string
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -63,9 +79,12 @@ func NewRouter(d Deps) http.Handler {
 	r.Use(middleware.Recoverer)
 	r.Use(h.checkHost)
 	r.Use(h.checkOrigin)
+	r.Use(h.participant)
 
-	// The live stream sits outside the timeout group: it lasts the run.
+	// The live streams sit outside the timeout group: they last the run,
+	// or the workshop.
 	r.Get("/api/runs/{id}/live", h.live)
+	r.Get("/api/featured/live", h.featuredLive)
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
@@ -73,6 +92,10 @@ func NewRouter(d Deps) http.Handler {
 		r.Get("/labs/{id}", h.labPage)
 		r.Get("/runs/{id}", h.runPage)
 		r.Get("/runs/{id}/results", h.resultsFragment)
+		r.Get("/runs", h.historyPage)
+		r.Get("/compare", h.comparePage)
+		r.Get("/live", h.livePage)
+		r.Get("/presenter", h.presenterPage)
 		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
 
 		r.Route("/api", func(r chi.Router) {
@@ -83,6 +106,12 @@ func NewRouter(d Deps) http.Handler {
 			r.Get("/runs/{id}", h.apiGetRun)
 			r.Post("/runs/{id}/stop", h.apiStopRun)
 			r.Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
+			r.Get("/runs/{id}/export", h.apiExport)
+			r.Post("/runs/import", h.apiImport)
+			r.Get("/featured", h.apiFeatured)
+			r.With(h.presenterOnly).Post("/runs/{id}/feature", h.apiFeature)
+			r.With(h.presenterOnly).Post("/queue/clear", h.apiClearQueue)
+			r.With(h.presenterOnly).Get("/presenter/check", h.apiPresenterCheck)
 		})
 	})
 	return r

@@ -12,12 +12,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/limitlab/limitlab/web"
 	"github.com/moby/moby/client"
@@ -43,6 +46,30 @@ type config struct {
 	cgroupRoot   string
 	workloadBin  string
 	verbose      bool
+	dataDir      string
+	maxRunning   int
+	queueWait    time.Duration
+	presenter    string
+	quotas       runner.Quotas
+}
+
+// memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
+type memoryFlag struct{ v *int64 }
+
+func (f memoryFlag) String() string {
+	if f.v == nil || *f.v == 0 {
+		return "0"
+	}
+	return units.BytesSize(float64(*f.v))
+}
+
+func (f memoryFlag) Set(s string) error {
+	n, err := units.RAMInBytes(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a size such as 512m or 2g, got %q", s)
+	}
+	*f.v = n
+	return nil
 }
 
 func parseFlags(args []string) (config, error) {
@@ -55,8 +82,26 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")
 	fs.StringVar(&c.workloadBin, "workload-bin", "", "static binary to put in the workload image (default: this binary)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	fs.StringVar(&c.dataDir, "data", "data", "directory of the run store (created on first start)")
+	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
+	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
+	fs.StringVar(&c.presenter, "presenter-token", "", "token the presenter sends as Authorization: Bearer (default $LIMITLAB_PRESENTER_TOKEN; none: no presenter)")
+	c.quotas = runner.DefaultQuotas
+	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
+	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
+	fs.Var(memoryFlag{&c.quotas.Participant.Memory}, "participant-memory", "--memory a participant's queued and running lanes may ask for in all (0: no limit)")
+	fs.IntVar(&c.quotas.Participant.Containers, "participant-containers", 0, "containers a participant's queued and running runs may have (0: no limit)")
+	fs.Float64Var(&c.quotas.Host.CPUs, "quota-cpus", 0, "CPUs the running lanes may ask for in all (0: no limit)")
+	fs.Var(memoryFlag{&c.quotas.Host.Memory}, "quota-memory", "--memory the running lanes may ask for in all (0: no limit)")
+	fs.IntVar(&c.quotas.Host.Containers, "quota-containers", 0, "containers the running runs may have in all (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.presenter == "" {
+		c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
+	}
+	if c.maxRunning < 1 {
+		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
 	}
 	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval {
 		return c, fmt.Errorf("-sample %s: must be from %s to %s", c.interval, runner.MinInterval, runner.MaxInterval)
@@ -113,7 +158,16 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	mgr := runner.NewManager(eng, runner.Options{Image: image, Interval: cfg.interval, CgroupRoot: cfg.cgroupRoot, Host: host, Log: log})
+	st, err := store.Open(cfg.dataDir, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
+	// The manager marks runs the last instance left unfinished as
+	// interrupted; their containers went with the reaping above.
+	mgr := runner.NewManager(eng, runner.Options{Image: image, Interval: cfg.interval, CgroupRoot: cfg.cgroupRoot, Host: host, Log: log,
+		Store: st, MaxRunning: cfg.maxRunning, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil {
 		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
@@ -124,7 +178,7 @@ func run(ctx context.Context, args []string) error {
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, Static: limitlab.Static(), Log: log,
-			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins),
+			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

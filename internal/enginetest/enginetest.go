@@ -99,11 +99,17 @@ func Labelled(t testing.TB, runID string) int {
 }
 
 // Manager returns a runner.Manager on the real engine that is shut down,
-// its containers removed, when the test ends.
-func Manager(t testing.TB) *runner.Manager {
+// its containers removed, when the test ends. Tests start runs as they
+// please, so no quota applies unless an option sets one; options may also
+// set a store, the queue and the rest.
+func Manager(t testing.TB, options ...func(*runner.Options)) *runner.Manager {
 	t.Helper()
 	c, img, h := Engine(t)
-	m := runner.NewManager(c, runner.Options{Image: img, Host: h, Log: slog.Default()})
+	opts := runner.Options{Image: img, Host: h, Log: slog.Default(), Quotas: &runner.Quotas{}}
+	for _, o := range options {
+		o(&opts)
+	}
+	m := runner.NewManager(c, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/hub"
+	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
@@ -34,7 +33,16 @@ const (
 	StateDone    State = "done"
 	StateFailed  State = "failed"
 	StateStopped State = "stopped"
+	// StateRefused: the run waited in the queue as long as a run may,
+	// and never started.
+	StateRefused State = "refused"
+	// StateInterrupted: the server died while the run was queued or
+	// running; what was recorded until then is kept.
+	StateInterrupted State = "interrupted"
 )
+
+// Ended says whether a run in state s is over.
+func (s State) Ended() bool { return s != StateQueued && s != StateRunning }
 
 // Lane states.
 const (
@@ -128,6 +136,10 @@ type RunView struct {
 	Duration   float64          `json:"duration_seconds"`
 	State      State            `json:"state"`
 	Error      string           `json:"error,omitempty"`
+	// QueuePosition is a queued run's place in the queue: 1 starts next.
+	QueuePosition int `json:"queue_position,omitempty"`
+	// Imported runs were exported elsewhere and imported here.
+	Imported   bool             `json:"imported,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	Elapsed    float64          `json:"elapsed_seconds"`
 	IntervalMs int64            `json:"interval_ms"`
@@ -149,6 +161,9 @@ type Message struct {
 	Type    string   `json:"type"` // "run" or "samples"
 	Run     *RunView `json:"run,omitempty"`
 	Samples []Sample `json:"samples,omitempty"`
+	// SentUs is when a batch of samples was published, in microseconds
+	// since the Unix epoch, to measure delivery.
+	SentUs int64 `json:"sent_us,omitempty"`
 }
 
 // reader is anything that takes a reading of a container's counters.
@@ -156,11 +171,18 @@ type reader interface{ Read() (Counters, error) }
 
 // Run is one experiment on the engine.
 type Run struct {
-	id    string
-	plan  experiments.Plan
-	hub   *hub.Hub
-	done  chan struct{}
-	start time.Time
+	id          string
+	participant string
+	ask         ask
+	plan        experiments.Plan
+	hub         *hub.Hub
+	done        chan struct{}
+	start       time.Time
+	store       *store.Store // nil: kept in memory only
+	expiry      *time.Timer  // refuses the run if it waits too long
+
+	// pubMu keeps the hub's order and the store's the same.
+	pubMu sync.Mutex
 
 	mu      sync.Mutex
 	view    RunView
@@ -229,7 +251,12 @@ func (r *Run) publish(m Message) {
 	if err != nil {
 		return
 	}
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
 	r.hub.Publish(b)
+	if r.store != nil {
+		r.store.Append(r.id, b)
+	}
 }
 
 func (r *Run) setLane(i int, f func(l *LaneResult)) {
@@ -246,6 +273,15 @@ type Options struct {
 	CgroupRoot string        // /sys/fs/cgroup if empty
 	Host       HostInfo
 	Log        *slog.Logger
+	// Store keeps runs beyond the server's life; nil keeps them in
+	// memory only.
+	Store *store.Store
+	// MaxRunning is how many runs may run at once (1 if zero): the others
+	// wait in the queue, for at most MaxWait (10 minutes if zero).
+	MaxRunning int
+	MaxWait    time.Duration
+	// Quotas are checked when a run is submitted; DefaultQuotas if nil.
+	Quotas *Quotas
 }
 
 // Manager starts runs and keeps them in memory.
@@ -258,9 +294,13 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	runs  map[string]*Run
-	order []*Run
+	mu      sync.Mutex
+	runs    map[string]*Run // in memory: queued, running, and ended without a store
+	order   []*Run
+	queue   *fairQueue[*Run]
+	running map[*Run]bool
+
+	featured *featured
 
 	// startLatency is how long the engine took to start the last
 	// container, to start phased lanes on time.
@@ -286,8 +326,19 @@ func NewManager(eng Engine, opts Options) *Manager {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = 1
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 10 * time.Minute
+	}
+	if opts.Quotas == nil {
+		opts.Quotas = &DefaultQuotas
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*Run{},
+		queue: newFairQueue[*Run](), running: map[*Run]bool{}, featured: newFeatured()}
+	m.recover()
 	// Until a start is measured: what Docker 20.10 takes on a small host.
 	m.startLatency.Store(int64(500 * time.Millisecond))
 	m.wg.Add(1)
@@ -302,120 +353,6 @@ func NewManager(eng Engine, opts Options) *Manager {
 // Host is what the manager knows of the engine's host.
 func (m *Manager) Host() HostInfo { return m.opts.Host }
 
-// Get finds a run by id.
-func (m *Manager) Get(id string) (*Run, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.runs[id]
-	return r, ok
-}
-
-// Feed is the live fan-out of a run.
-func (m *Manager) Feed(id string) (*hub.Hub, bool) {
-	r, ok := m.Get(id)
-	if !ok {
-		return nil, false
-	}
-	return r.hub, true
-}
-
-// List returns every run, newest first.
-func (m *Manager) List() []RunView {
-	m.mu.Lock()
-	runs := append([]*Run(nil), m.order...)
-	m.mu.Unlock()
-	out := make([]RunView, 0, len(runs))
-	for i := len(runs) - 1; i >= 0; i-- {
-		out = append(out, runs[i].View())
-	}
-	return out
-}
-
-func newID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// Start begins a validated plan and returns at once; the run goes on in the
-// background until it ends, is stopped, or the manager shuts down.
-func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*Run, error) {
-	if m.ctx.Err() != nil {
-		return nil, errors.New("runner: shutting down")
-	}
-	r := &Run{id: newID(), plan: plan, hub: hub.New(0), done: make(chan struct{})}
-	r.view = RunView{
-		ID: r.id, Lab: plan.Lab, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
-		State: StateQueued, CreatedAt: time.Now().UTC(), IntervalMs: m.opts.Interval.Milliseconds(),
-		PhaseBounds: plan.PhaseBounds(),
-	}
-	if m.opts.Host.StatsSource == "engine" {
-		r.view.StatsNote = m.opts.Host.StatsNote
-	}
-	for i, l := range plan.Lanes {
-		r.view.Lanes = append(r.view.Lanes, LaneResult{
-			Index: i, Name: l.Name, Workload: l.Workload, Unit: l.Workload.Unit(), State: LanePending,
-			Requested: l.Resources, CPULimit: l.Resources.CPULimit(),
-		})
-		r.lanes = append(r.lanes, &laneRT{})
-	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	r.cancel = cancel
-	m.mu.Lock()
-	m.runs[r.id] = r
-	m.order = append(m.order, r)
-	m.mu.Unlock()
-	r.publishView()
-	m.wg.Add(1)
-	// The run's goroutine lives until the run has ended and cleaned up.
-	go func() {
-		defer m.wg.Done()
-		defer cancel()
-		m.execute(ctx, r)
-	}()
-	return r, nil
-}
-
-// Stop asks a run to stop: its containers are killed and it ends as
-// "stopped", with what was measured so far kept.
-func (m *Manager) Stop(id string) error {
-	r, ok := m.Get(id)
-	if !ok {
-		return fmt.Errorf("no run %q", id)
-	}
-	r.mu.Lock()
-	if r.view.State == StateQueued || r.view.State == StateRunning {
-		r.stopped = true
-	}
-	r.mu.Unlock()
-	r.cancel()
-	return nil
-}
-
-// Shutdown stops every run, waits for them to clean up (or for ctx), then
-// removes any container of its runs still on the engine.
-func (m *Manager) Shutdown(ctx context.Context) error {
-	m.cancel()
-	waited := make(chan struct{})
-	go func() { m.wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-	}
-	// Only this manager's runs: another instance on the same engine (a
-	// test, a second dashboard) keeps its containers.
-	m.mu.Lock()
-	runs := append([]*Run(nil), m.order...)
-	m.mu.Unlock()
-	var errs []error
-	for _, r := range runs {
-		if _, err := Reap(context.WithoutCancel(ctx), m.eng, r.id, m.log); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // execute runs a plan to its end. The run reaches its final state only
 // after its containers are gone, so a finished run never has any.
 func (m *Manager) execute(ctx context.Context, r *Run) {
@@ -425,13 +362,16 @@ func (m *Manager) execute(ctx context.Context, r *Run) {
 
 	r.mu.Lock()
 	r.view.State = StateRunning
+	r.view.QueuePosition = 0
 	r.start = time.Now()
 	r.mu.Unlock()
+	r.save()
 	r.publishView()
 
 	state, msg := m.runLanes(ctx, r, log)
 	m.removeAll(r, log)
 	m.finish(r, state, msg)
+	r.save()
 }
 
 // runLanes creates every lane's container, runs the lanes in the plan's
@@ -1129,7 +1069,7 @@ func (m *Manager) sample(ctx context.Context, r *Run) {
 			}
 			r.mu.Unlock()
 			if len(batch) > 0 {
-				r.publish(Message{Type: "samples", Samples: batch})
+				r.publish(Message{Type: "samples", Samples: batch, SentUs: time.Now().UnixMicro()})
 			}
 		}
 	}

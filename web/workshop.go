@@ -1,0 +1,215 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// ParticipantCookie holds a browser's participant id: the queue's fairness
+// and the per-participant limits go by it.
+const ParticipantCookie = "limitlab_participant"
+
+type participantKey struct{}
+
+// participant gives every browser a participant id, in a cookie it keeps
+// for a year. A client without cookies is a new participant each request.
+func (h *handlers) participant(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ""
+		if c, err := r.Cookie(ParticipantCookie); err == nil && validParticipant(c.Value) {
+			id = c.Value
+		} else {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			id = hex.EncodeToString(b)
+			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: id, Path: "/", MaxAge: 365 * 24 * 3600,
+				HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), participantKey{}, id)))
+	})
+}
+
+func validParticipant(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func participantOf(r *http.Request) string {
+	id, _ := r.Context().Value(participantKey{}).(string)
+	return id
+}
+
+// isPresenter checks the request's bearer token in constant time.
+func (h *handlers) isPresenter(r *http.Request) bool {
+	if h.PresenterToken == "" {
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1
+}
+
+// presenterOnly refuses a call without the presenter's token.
+func (h *handlers) presenterOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case h.PresenterToken == "":
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "presenter calls are off: the server was started without a presenter token (-presenter-token or LIMITLAB_PRESENTER_TOKEN)"})
+		case !h.isPresenter(r):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="limitlab presenter"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "presenter only: send Authorization: Bearer <the token given at start-up>"})
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// mayControl says whether the request may stop a run or change its
+// limits: its participant, or the presenter. An ended run has nothing to
+// control; the handlers say so themselves.
+func (h *handlers) mayControl(r *http.Request, id string) bool {
+	if h.isPresenter(r) {
+		return true
+	}
+	owner, live := h.Runs.Owner(id)
+	return !live || owner == participantOf(r)
+}
+
+// maxImportBytes bounds an imported run: a twelve-lane run of ten minutes
+// at 100 ms samples is about 40 MiB of JSON.
+const maxImportBytes = 64 << 20
+
+func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = "json"
+	}
+	if _, ok := h.Runs.Get(id); !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
+		return
+	}
+	name := "limitlab-" + id
+	switch format {
+	case "json":
+		e, err := h.Runs.Export(id)
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			return
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
+		writeJSON(w, http.StatusOK, e)
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+		if err := h.Runs.WriteCSV(w, id); err != nil {
+			h.Log.Error("export csv", "run", id, "err", err)
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("format %q: want json or csv", format)})
+	}
+}
+
+func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
+	var e runner.Export
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxImportBytes))
+	if err := dec.Decode(&e); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "import: larger than 64 MiB"})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "import: not JSON: " + err.Error()})
+		return
+	}
+	id, err := h.Runs.Import(e)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	w.Header().Set("Location", "/runs/"+id)
+	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+}
+
+func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := h.Runs.Feature(id); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, runner.ErrNoRun) {
+			status = http.StatusNotFound
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"featured": id})
+}
+
+func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.Runs.Featured()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run is featured yet"})
+		return
+	}
+	run, ok := h.Runs.Get(id)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "the featured run is gone"})
+		return
+	}
+	writeJSON(w, http.StatusOK, run.View())
+}
+
+func (h *handlers) apiClearQueue(w http.ResponseWriter, r *http.Request) {
+	n := h.Runs.ClearQueue("the presenter cleared the queue before this run started")
+	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
+}
+
+func (h *handlers) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]bool{"presenter": true})
+}
+
+// featuredLive streams which run is featured: the current one on connect,
+// then each change, so /live follows the presenter without a reload.
+func (h *handlers) featuredLive(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	ctx := c.CloseRead(r.Context())
+	history, sub := h.Runs.FeaturedFeed().Subscribe()
+	defer sub.Unsubscribe()
+	if n := len(history); n > 0 {
+		if err := h.write(ctx, c, history[n-1]); err != nil {
+			return
+		}
+	}
+	for {
+		select {
+		case msg, open := <-sub.C:
+			if !open {
+				c.Close(websocket.StatusGoingAway, "reconnect")
+				return
+			}
+			if err := h.write(ctx, c, msg); err != nil {
+				h.logWriteErr(err)
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
