@@ -212,4 +212,3 @@ func (h *handlers) featuredLive(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-

@@ -101,7 +101,7 @@ func checkLimits(scope string, plan experiments.Plan, a, used ask, lim Limits) *
 		}
 	}
 	checks := []struct {
-		name               string
+		name              string
 		asked, inUse, max float64
 	}{
 		{"runs", float64(a.runs), float64(used.runs), float64(lim.Runs)},

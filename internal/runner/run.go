@@ -128,24 +128,24 @@ type ChangeRecord struct {
 
 // RunView is a run as the API shows it.
 type RunView struct {
-	ID         string           `json:"id"`
-	Lab        string           `json:"lab,omitempty"`
-	Name       string           `json:"name"`
-	Spec       experiments.Spec `json:"spec"`
-	Mode       experiments.Mode `json:"mode"`
-	Duration   float64          `json:"duration_seconds"`
-	State      State            `json:"state"`
-	Error      string           `json:"error,omitempty"`
+	ID       string           `json:"id"`
+	Lab      string           `json:"lab,omitempty"`
+	Name     string           `json:"name"`
+	Spec     experiments.Spec `json:"spec"`
+	Mode     experiments.Mode `json:"mode"`
+	Duration float64          `json:"duration_seconds"`
+	State    State            `json:"state"`
+	Error    string           `json:"error,omitempty"`
 	// QueuePosition is a queued run's place in the queue: 1 starts next.
 	QueuePosition int `json:"queue_position,omitempty"`
 	// Imported runs were exported elsewhere and imported here.
-	Imported   bool             `json:"imported,omitempty"`
-	CreatedAt  time.Time        `json:"created_at"`
-	Elapsed    float64          `json:"elapsed_seconds"`
-	IntervalMs int64            `json:"interval_ms"`
-	StatsNote  string           `json:"stats_note,omitempty"`
-	Lanes      []LaneResult     `json:"lanes"`
-	Changes    []ChangeRecord   `json:"changes"`
+	Imported   bool           `json:"imported,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	Elapsed    float64        `json:"elapsed_seconds"`
+	IntervalMs int64          `json:"interval_ms"`
+	StatsNote  string         `json:"stats_note,omitempty"`
+	Lanes      []LaneResult   `json:"lanes"`
+	Changes    []ChangeRecord `json:"changes"`
 	// Events are the engine's oom and die events on the lanes.
 	Events []EventRecord `json:"events"`
 	// PhaseBounds are the offsets at which lanes start or stop.
