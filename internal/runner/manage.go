@@ -237,6 +237,7 @@ func (m *Manager) endQueued(r *Run, s State, msg string) {
 	r.expiry.Stop()
 	r.mu.Lock()
 	r.view.State, r.view.Error, r.view.QueuePosition = s, msg, 0
+	r.view.EndedAt = time.Now().UTC()
 	for i := range r.view.Lanes {
 		r.view.Lanes[i].State = LaneSkipped
 	}

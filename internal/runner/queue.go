@@ -10,17 +10,28 @@ import "slices"
 type fairQueue[T comparable] struct {
 	turn  []string // participants with waiting items, next to be served first
 	items map[string][]T
+	// served is when each participant was last served, on a counter.
+	served map[string]uint64
+	clock  uint64
 }
 
 func newFairQueue[T comparable]() *fairQueue[T] {
-	return &fairQueue[T]{items: map[string][]T{}}
+	return &fairQueue[T]{items: map[string][]T{}, served: map[string]uint64{}}
 }
 
-// Push adds an item at the end of its participant's line; a participant
-// with nothing waiting joins the end of the turn.
+// Push adds an item at the end of its participant's line. A participant
+// with nothing waiting joins the turn after those served before it, and
+// before those served since: one just served waits behind the others.
 func (q *fairQueue[T]) Push(participant string, item T) {
 	if len(q.items[participant]) == 0 {
-		q.turn = append(q.turn, participant)
+		at := len(q.turn)
+		for i, p := range q.turn {
+			if q.served[p] > q.served[participant] {
+				at = i
+				break
+			}
+		}
+		q.turn = slices.Insert(q.turn, at, participant)
 	}
 	q.items[participant] = append(q.items[participant], item)
 }
@@ -66,6 +77,8 @@ func (q *fairQueue[T]) Next(fits func(T) bool) (T, bool) {
 		}
 		rest := q.items[p][1:]
 		q.drop(p)
+		q.clock++
+		q.served[p] = q.clock
 		if len(rest) > 0 {
 			q.items[p] = rest
 			q.turn = append(q.turn, p)

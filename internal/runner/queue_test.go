@@ -30,6 +30,23 @@ func TestFairQueueServesParticipantsInTurn(t *testing.T) {
 	}
 }
 
+func TestFairQueuePutsTheOneJustServedLast(t *testing.T) {
+	q := newFairQueue[string]()
+	q.Push("ann", "a1")
+	if it, _ := q.Next(nil); it != "a1" {
+		t.Fatal(it)
+	}
+	// Ann, just served, queues two more before Bob and Cat arrive.
+	q.Push("ann", "a2")
+	q.Push("ann", "a3")
+	q.Push("bob", "b1")
+	q.Push("cat", "c1")
+	want := []string{"b1", "c1", "a2", "a3"}
+	if got := q.Order(); !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
 func TestFairQueueSkipsWhatDoesNotFitAndRemoves(t *testing.T) {
 	q := newFairQueue[string]()
 	q.Push("ann", "big")

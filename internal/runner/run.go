@@ -136,6 +136,10 @@ type RunView struct {
 	Duration float64          `json:"duration_seconds"`
 	State    State            `json:"state"`
 	Error    string           `json:"error,omitempty"`
+	// StartedAt and EndedAt are when the run left the queue and when it
+	// ended, its containers gone.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// QueuePosition is a queued run's place in the queue: 1 starts next.
 	QueuePosition int `json:"queue_position,omitempty"`
 	// Imported runs were exported elsewhere and imported here.
@@ -232,7 +236,11 @@ func (r *Run) viewLocked() RunView {
 	v.Lanes = append([]LaneResult(nil), r.view.Lanes...)
 	v.Changes = append([]ChangeRecord{}, r.view.Changes...)
 	v.Events = append([]EventRecord{}, r.view.Events...)
-	if !r.start.IsZero() {
+	switch {
+	case r.start.IsZero():
+	case !v.EndedAt.IsZero():
+		v.Elapsed = v.EndedAt.Sub(r.start).Seconds()
+	default:
 		v.Elapsed = time.Since(r.start).Seconds()
 	}
 	return v
@@ -364,6 +372,7 @@ func (m *Manager) execute(ctx context.Context, r *Run) {
 	r.view.State = StateRunning
 	r.view.QueuePosition = 0
 	r.start = time.Now()
+	r.view.StartedAt = r.start.UTC()
 	r.mu.Unlock()
 	r.save()
 	r.publishView()
@@ -433,6 +442,7 @@ func (m *Manager) runLanes(ctx context.Context, r *Run, log *slog.Logger) (State
 func (m *Manager) finish(r *Run, s State, msg string) {
 	r.mu.Lock()
 	r.view.State = s
+	r.view.EndedAt = time.Now().UTC()
 	r.view.Error = msg
 	first := r.view.Lanes[0].WallSeconds
 	for i := range r.view.Lanes {
