@@ -47,25 +47,7 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "-addr", addr)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	base := "http://" + addr
-	enginetest.WaitFor(t, 2*time.Minute, "the server to answer", func() bool {
-		res, err := http.Get(base + "/api/host")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
+	cmd, exited, base := startServer(t, bin, t.TempDir())
 	if n := enginetest.Labelled(t, "earlier-instance"); n != 0 {
 		t.Errorf("%d leftover containers after start-up, want them reaped", n)
 	}
@@ -96,6 +78,96 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 	}
 	if n := enginetest.Labelled(t, created.ID); n != 0 {
 		t.Errorf("%d containers of the run remain after shutdown", n)
+	}
+}
+
+// startServer runs the server binary on a free port with its store in
+// dataDir, and waits until it answers.
+func startServer(t *testing.T, bin, dataDir string) (*exec.Cmd, chan error, string) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "-addr", addr, "-data", dataDir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	base := "http://" + addr
+	enginetest.WaitFor(t, 2*time.Minute, "the server to answer", func() bool {
+		res, err := http.Get(base + "/api/host")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return cmd, exited, base
+}
+
+// TestKilledServerMarksItsRunInterruptedOnRestart kills the server with
+// SIGKILL mid-run: nothing is cleaned up then. The next server on the same
+// data directory removes the run's container and shows the run as
+// interrupted, with the samples it recorded.
+func TestKilledServerMarksItsRunInterruptedOnRestart(t *testing.T) {
+	bin, err := enginetest.BuildBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cmd, exited, base := startServer(t, bin, data)
+	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(
+		`{"name": "killed", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ ID string }
+	_ = json.NewDecoder(res.Body).Decode(&created)
+	res.Body.Close()
+	if created.ID == "" {
+		t.Fatalf("POST /api/runs: %d", res.StatusCode)
+	}
+	samples := func(base string) int {
+		res, err := http.Get(base + "/api/runs/" + created.ID + "/export?format=csv")
+		if err != nil {
+			return 0
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return strings.Count(string(b), "\n") - 1
+	}
+	enginetest.WaitFor(t, time.Minute, "samples of the running lane", func() bool { return samples(base) >= 8 })
+	// Give the store's writer a moment to commit the samples served above.
+	time.Sleep(500 * time.Millisecond)
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if n := enginetest.Labelled(t, created.ID); n != 1 {
+		t.Fatalf("%d containers of the run after SIGKILL, want the one left running", n)
+	}
+
+	_, _, base = startServer(t, bin, data)
+	if n := enginetest.Labelled(t, created.ID); n != 0 {
+		t.Errorf("%d containers of the interrupted run after the restart", n)
+	}
+	var v runner.RunView
+	res, err = http.Get(base + "/api/runs/" + created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(res.Body).Decode(&v)
+	res.Body.Close()
+	if v.State != runner.StateInterrupted || !strings.Contains(v.Error, "interrupted: the server stopped while this run was running") {
+		t.Errorf("after the restart: state %q, error %q", v.State, v.Error)
+	}
+	if v.Lanes[0].State != runner.LaneInterrupted {
+		t.Errorf("lane state %q, want interrupted", v.Lanes[0].State)
+	}
+	if n := samples(base); n < 8 {
+		t.Errorf("%d samples kept, want the 8 or more recorded before the kill", n)
 	}
 }
 
