@@ -389,6 +389,15 @@ func (m *Manager) runLanes(ctx context.Context, r *Run, log *slog.Logger) (State
 	// Every container is created before any starts, so an engine that
 	// refuses one lane's config starts nothing.
 	if failed := m.createAll(ctx, r); failed {
+		r.mu.Lock()
+		stopped := r.stopped
+		r.mu.Unlock()
+		switch {
+		case stopped:
+			return StateStopped, "stopped before its lanes started"
+		case ctx.Err() != nil:
+			return StateStopped, "the server is shutting down"
+		}
 		return StateFailed, "the engine refused a lane: nothing was started"
 	}
 
