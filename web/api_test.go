@@ -32,7 +32,7 @@ func newServer(t *testing.T) (*httptest.Server, *runner.Manager) {
 
 // newServerWith is newServer with the router's deps and the runner's
 // options changed first.
-func newServerWith(t *testing.T, deps func(*Deps), options ...func(*runner.Options)) (*httptest.Server, *runner.Manager) {
+func newServerWith(t testing.TB, deps func(*Deps), options ...func(*runner.Options)) (*httptest.Server, *runner.Manager) {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), nil)
 	if err != nil {

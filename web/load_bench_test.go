@@ -1,0 +1,220 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// viewer is one websocket client of a run's live stream, recording how
+// long each sample batch took from its publication to this reader.
+type viewer struct {
+	mu        sync.Mutex
+	latencies []float64 // ms
+	recording bool
+	err       error // why it stopped reading before the end, if it did
+}
+
+func (v *viewer) read(ctx context.Context, c *websocket.Conn) {
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				v.mu.Lock()
+				v.err = err
+				v.mu.Unlock()
+			}
+			return
+		}
+		now := time.Now().UnixMicro()
+		var m struct {
+			Type   string `json:"type"`
+			SentUs int64  `json:"sent_us"`
+		}
+		if json.Unmarshal(b, &m) != nil || m.Type != "samples" {
+			continue
+		}
+		v.mu.Lock()
+		if v.recording {
+			v.latencies = append(v.latencies, float64(now-m.SentUs)/1000)
+		}
+		v.mu.Unlock()
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1))]
+}
+
+// BenchmarkLiveViewers200 serves the real router over the real engine: one
+// live run of 12 lanes sampled every 500 ms, watched by 200 websocket
+// viewers in this process. It measures, in one run, the p99 delivery
+// latency from a sample's publication to each viewer, then the same with
+// one more viewer that never reads; the server's CPU per viewer against
+// the run alone; and heap per viewer. Viewers and server share the
+// process, so CPU and heap per viewer include the viewers' own reading.
+func BenchmarkLiveViewers200(b *testing.B) {
+	const (
+		viewers = 200
+		lanes   = 12
+		phase   = 20 * time.Second
+	)
+	for range b.N {
+		srv, _ := newServerWith(b, nil, func(o *runner.Options) { o.Interval = 500 * time.Millisecond })
+		var ls []string
+		for i := range lanes {
+			ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
+		}
+		id := startRunB(b, srv.URL, `{"name": "load", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)
+		url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + id + "/live"
+		ctx, cancel := context.WithCancel(context.Background())
+
+		// The run alone first: the server's CPU without viewers.
+		time.Sleep(5 * time.Second) // every lane started
+		c0 := cpuSeconds()
+		time.Sleep(phase / 2)
+		baseCPU := (cpuSeconds() - c0) / (phase / 2).Seconds()
+
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		vs := make([]*viewer, viewers)
+		var readers sync.WaitGroup
+		for i := range vs {
+			c, _, err := websocket.Dial(ctx, url, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.SetReadLimit(1 << 20)
+			vs[i] = &viewer{}
+			readers.Add(1)
+			go func() { defer readers.Done(); vs[i].read(ctx, c) }()
+		}
+		time.Sleep(3 * time.Second) // histories sent
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		heapPerViewer := float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / viewers
+
+		measure := func() (p99, p50, cpu float64, n int) {
+			for _, v := range vs {
+				v.mu.Lock()
+				v.latencies, v.recording = nil, true
+				v.mu.Unlock()
+			}
+			c := cpuSeconds()
+			time.Sleep(phase)
+			cpu = (cpuSeconds() - c) / phase.Seconds()
+			var all []float64
+			for _, v := range vs {
+				v.mu.Lock()
+				v.recording = false
+				all = append(all, v.latencies...)
+				v.mu.Unlock()
+			}
+			return percentile(all, 0.99), percentile(all, 0.5), cpu, len(all)
+		}
+		p99, p50, cpu, n := measure()
+
+		// One more viewer that connects and never reads, with a 4 KiB
+		// socket receive buffer so that the server's writes to it block
+		// within a few batches rather than filling megabytes of loopback
+		// buffers first.
+		small := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{
+			Control: func(network, address string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) {
+					_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+				})
+			},
+		}).DialContext}}
+		stalled, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: small})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p99s, p50s, _, ns := measure()
+		// What the stalled viewer would have read: the server gave up on
+		// it (a write timed out, or the hub dropped it) and closed.
+		stalled.SetReadLimit(1 << 20)
+		got := 0
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		var stallEnd error
+		for {
+			if _, _, err := stalled.Read(rctx); err != nil {
+				stallEnd = err
+				break
+			}
+			got++
+		}
+		rcancel()
+		stalled.CloseNow()
+		b.Logf("the stalled viewer: %d messages were buffered for it, then %v", got, stallEnd)
+
+		dropped := 0
+		for _, v := range vs {
+			v.mu.Lock()
+			if v.err != nil {
+				dropped++
+				b.Logf("viewer dropped: %v", v.err)
+			}
+			v.mu.Unlock()
+		}
+		cancel()
+		readers.Wait()
+		postJSONB(b, srv.URL+"/api/runs/"+id+"/stop")
+
+		b.ReportMetric(p50, "p50-ms")
+		b.ReportMetric(p99, "p99-ms")
+		b.ReportMetric(p99s, "p99-stalled-ms")
+		b.ReportMetric(p99s/p99, "p99-ratio")
+		b.ReportMetric(float64(dropped), "dropped")
+		b.ReportMetric((cpu-baseCPU)/viewers*1000, "cpu-ms/s/viewer")
+		b.ReportMetric(heapPerViewer/1024, "heap-KiB/viewer")
+		b.Logf("deliveries %d then %d (with the stalled viewer); p50 %.2f ms → %.2f ms; process CPU %.3f cores with viewers, %.3f without",
+			n, ns, p50, p50s, cpu, baseCPU)
+	}
+}
+
+func startRunB(b *testing.B, base, spec string) string {
+	res, err := testClient.Post(base+"/api/runs", "application/json", strings.NewReader(spec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var created struct{ ID string }
+	_ = json.NewDecoder(res.Body).Decode(&created)
+	if res.StatusCode != http.StatusCreated {
+		b.Fatalf("POST /api/runs: %d", res.StatusCode)
+	}
+	return created.ID
+}
+
+func postJSONB(b *testing.B, url string) {
+	res, err := testClient.Post(url, "application/json", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Body.Close()
+}
