@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
+	"github.com/limitlab/limitlab/internal/hub"
 )
 
 // live streams a run over a websocket: on connect the run's history so far,
@@ -36,23 +37,31 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !h.forward(ctx, c, sub) {
+		return
+	}
+	if sub.Dropped() {
+		c.Close(websocket.StatusPolicyViolation, "fell behind the live stream; reconnect for the history")
+		return
+	}
+	c.Close(websocket.StatusNormalClosure, "run ended")
+}
+
+// forward writes each message sub receives to c until sub's channel closes
+// (true), or the viewer goes away or a write fails (false).
+func (h *handlers) forward(ctx context.Context, c *websocket.Conn, sub *hub.Subscriber) bool {
 	for {
 		select {
 		case msg, open := <-sub.C:
 			if !open {
-				if sub.Dropped() {
-					c.Close(websocket.StatusPolicyViolation, "fell behind the live stream; reconnect for the history")
-					return
-				}
-				c.Close(websocket.StatusNormalClosure, "run ended")
-				return
+				return true
 			}
 			if err := h.write(ctx, c, msg); err != nil {
 				h.logWriteErr(err)
-				return
+				return false
 			}
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }

@@ -196,19 +196,8 @@ func (h *handlers) featuredLive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for {
-		select {
-		case msg, open := <-sub.C:
-			if !open {
-				c.Close(websocket.StatusGoingAway, "reconnect")
-				return
-			}
-			if err := h.write(ctx, c, msg); err != nil {
-				h.logWriteErr(err)
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
+	if h.forward(ctx, c, sub) {
+		// Dropped for falling behind: the page reconnects.
+		c.Close(websocket.StatusGoingAway, "reconnect")
 	}
 }

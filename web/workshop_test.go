@@ -284,3 +284,29 @@ func TestBrowserLiveFollowsTheFeaturedRun(t *testing.T) {
 		t.Errorf("no charts of the featured run in /live: %v", err)
 	}
 }
+
+// TestBrowserShowsItsQueuePosition: a participant whose run waits behind
+// another's sees its place in the queue, live, and then its run start.
+func TestBrowserShowsItsQueuePosition(t *testing.T) {
+	srv, _ := newServerWith(t, nil, func(o *runner.Options) { o.MaxRunning = 1 })
+	first := startRun(t, srv.URL, `{"name": "first", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 40}, "limits": {"cpus": "0.1"}}]}`)
+	ctx := browser(t)
+	mine := browserStart(t, ctx, srv.URL, `{"name": "mine", "duration": "30s", "lanes": [{"workload": {"kind": "spin", "seconds": 2}, "limits": {"cpus": "0.1"}}]}`)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/runs/"+mine),
+		void(chromedp.Poll[bool](`document.querySelector('[data-testid="queue-position"]').textContent.includes("you are next")`,
+			chromedp.WithPollingTimeout(20*time.Second))),
+	)
+	if err != nil {
+		t.Fatalf("no queue position on the waiting run's page: %v", err)
+	}
+	if status, body := call(t, testClient, "POST", srv.URL+"/api/runs/"+first+"/stop", ""); status != http.StatusAccepted {
+		t.Fatalf("stop the first run: %d %s", status, body)
+	}
+	err = chromedp.Do(ctx, void(chromedp.Poll[bool](
+		`document.querySelector('[data-testid="queue-position"]').hidden && ["running", "done"].includes(document.querySelector('[data-testid="state"]').textContent)`,
+		chromedp.WithPollingTimeout(30*time.Second))))
+	if err != nil {
+		t.Errorf("the waiting run did not start once the host was free: %v", err)
+	}
+}

@@ -29,15 +29,8 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 // startSpec validates a JSON spec and starts it.
 func startSpec(t *testing.T, m *runner.Manager, specJSON string) *runner.Run {
 	t.Helper()
-	spec, errs := experiments.Parse([]byte(specJSON))
-	if errs != nil {
-		t.Fatalf("parse: %v", errs)
-	}
-	plan, errs := experiments.Validate(spec, m.Host().Experiments())
-	if errs != nil {
-		t.Fatalf("validate: %v", errs)
-	}
-	r, err := m.Start(spec, plan)
+	spec, p := plan(t, m, specJSON)
+	r, err := m.Start(spec, p)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
