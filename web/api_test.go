@@ -44,7 +44,10 @@ func newServerWith(t testing.TB, deps func(*Deps), options ...func(*runner.Optio
 	if deps != nil {
 		deps(&d)
 	}
-	srv := httptest.NewServer(NewRouter(d))
+	// Served as the server serves: through Listener.
+	srv := httptest.NewUnstartedServer(NewRouter(d))
+	srv.Listener = Listener(srv.Listener)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, m
 }

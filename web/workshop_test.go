@@ -307,6 +307,25 @@ func TestBrowserShowsItsQueuePosition(t *testing.T) {
 		`document.querySelector('[data-testid="queue-position"]').hidden && ["running", "done"].includes(document.querySelector('[data-testid="state"]').textContent)`,
 		chromedp.WithPollingTimeout(30*time.Second))))
 	if err != nil {
-		t.Errorf("the waiting run did not start once the host was free: %v", err)
+		t.Fatalf("the waiting run did not start once the host was free: %v", err)
+	}
+
+	// A chart downloads as a PNG: catch the download link the button
+	// makes, and read the image it points at.
+	err = chromedp.Do(ctx,
+		void(chromedp.Poll[bool](`Number(document.querySelector('[data-testid="charts"]').dataset.points) > 2`, chromedp.WithPollingTimeout(30*time.Second))),
+		void(chromedp.Evaluate[bool](`HTMLAnchorElement.prototype.click = function () { window.downloaded = {name: this.download, href: this.href}; }; true`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="png-cpu"]`)),
+		void(chromedp.Poll[bool](`!!window.downloaded`, chromedp.WithPollingTimeout(10*time.Second))),
+	)
+	if err != nil {
+		t.Fatalf("PNG download: %v", err)
+	}
+	png := run(t, ctx, chromedp.Evaluate[string](`fetch(window.downloaded.href).then((r) => r.blob()).then(async (b) =>
+		window.downloaded.name + " " + b.type + " " + b.size + " " + new Uint8Array(await b.arrayBuffer()).slice(1, 4).join(","))`, chromedp.EvalAwaitPromise))
+	// name, type, size, then "PNG" in bytes 1 to 3 of the file.
+	f := strings.Fields(png)
+	if len(f) != 4 || f[0] != "limitlab-"+mine+"-cpu.png" || f[1] != "image/png" || f[3] != "80,78,71" || len(f[2]) < 4 {
+		t.Errorf("PNG download: %q", png)
 	}
 }

@@ -174,6 +174,11 @@ func run(ctx context.Context, args []string) error {
 			hosts = append(hosts, web.LoopbackHosts...)
 		}
 	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		_ = mgr.Shutdown(context.Background())
+		return err
+	}
 	srv := &http.Server{
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
@@ -186,7 +191,7 @@ func run(ctx context.Context, args []string) error {
 	// The listener lives until Shutdown.
 	go func() {
 		log.Info("listening", slog.String("url", "http://"+cfg.addr))
-		errc <- srv.ListenAndServe()
+		errc <- srv.Serve(web.Listener(ln))
 	}()
 	select {
 	case err := <-errc:

@@ -204,3 +204,11 @@ func isBlockDevice(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0
 }
+
+// Describe is the host in a few words: "Docker 20.10.24, cgroup v1, 2 CPUs".
+func (h HostInfo) Describe() string {
+	if h.EngineVersion == "" {
+		return ""
+	}
+	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
+}

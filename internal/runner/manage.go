@@ -93,7 +93,7 @@ func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participa
 	r.view = RunView{
 		ID: r.id, Lab: plan.Lab, Name: plan.Name, Spec: spec, Mode: plan.Mode, Duration: plan.Duration.Seconds(),
 		State: StateQueued, CreatedAt: time.Now().UTC(), IntervalMs: m.opts.Interval.Milliseconds(),
-		PhaseBounds: plan.PhaseBounds(),
+		PhaseBounds: plan.PhaseBounds(), Host: m.opts.Host.Describe(),
 	}
 	if m.opts.Host.StatsSource == "engine" {
 		r.view.StatsNote = m.opts.Host.StatsNote

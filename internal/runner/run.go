@@ -142,6 +142,9 @@ type RunView struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// QueuePosition is a queued run's place in the queue: 1 starts next.
 	QueuePosition int `json:"queue_position,omitempty"`
+	// Host is where the run was measured: the engine, cgroup version and
+	// CPUs, so that runs from two hosts compare knowingly.
+	Host string `json:"host,omitempty"`
 	// Imported runs were exported elsewhere and imported here.
 	Imported   bool           `json:"imported,omitempty"`
 	CreatedAt  time.Time      `json:"created_at"`
