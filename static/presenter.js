@@ -43,7 +43,7 @@ function button(text, testid, onclick) {
 }
 
 async function refresh() {
-  const res = await fetch("/api/runs");
+  const res = await fetch("/api/runs?limit=50");
   if (!res.ok) return;
   const { runs } = await res.json();
   list.replaceChildren(...(runs || []).slice(0, 50).map((r) => {

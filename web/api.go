@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -36,7 +37,16 @@ func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"runs": h.Runs.List(r.URL.Query().Get("lab"))})
+	limit := 100
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > runner.MaxList {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit %q: want 1 to %d", s, runner.MaxList)})
+			return
+		}
+		limit = n
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": h.Runs.List(r.URL.Query().Get("lab"), limit)})
 }
 
 // apiCreateRun parses and validates a spec and starts it. Nothing starts

@@ -21,10 +21,7 @@ var limitFields = []limitField{
 }
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
-	runs := h.Runs.List("")
-	if len(runs) > 10 {
-		runs = runs[:10]
-	}
+	runs := h.Runs.List("", 10)
 	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), runs)).ServeHTTP(w, r)
 }
 
@@ -100,7 +97,7 @@ func labNetwork(l experiments.PlannedLane) string {
 
 func (h *handlers) historyPage(w http.ResponseWriter, r *http.Request) {
 	lab := r.URL.Query().Get("lab")
-	templ.Handler(historyPage(h.Runs.List(lab), experiments.Labs(), lab)).ServeHTTP(w, r)
+	templ.Handler(historyPage(h.Runs.List(lab, 200), experiments.Labs(), lab)).ServeHTTP(w, r)
 }
 
 func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {

@@ -29,8 +29,9 @@ type Runs interface {
 	// *runner.QuotaError.
 	Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error)
 	Get(id string) (*runner.Run, bool)
-	// List is the history, newest first; lab, if set, keeps that lab's.
-	List(lab string) []runner.RunView
+	// List is the history, newest first, at most limit runs; lab, if
+	// set, keeps that lab's.
+	List(lab string, limit int) []runner.RunView
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)

@@ -36,8 +36,15 @@ func (m *Manager) Feed(id string) (*hub.Hub, bool) {
 	return r.hub, true
 }
 
-// List returns the runs, newest first; lab, if set, keeps that lab's.
-func (m *Manager) List(lab string) []RunView {
+// MaxList bounds the runs List returns.
+const MaxList = 500
+
+// List returns at most limit runs (MaxList if limit is out of range),
+// newest first; lab, if set, keeps that lab's.
+func (m *Manager) List(lab string, limit int) []RunView {
+	if limit <= 0 || limit > MaxList {
+		limit = MaxList
+	}
 	m.mu.Lock()
 	live := append([]*Run(nil), m.order...)
 	m.mu.Unlock()
@@ -47,7 +54,7 @@ func (m *Manager) List(lab string) []RunView {
 	}
 	var out []RunView
 	if m.opts.Store != nil {
-		stored, err := m.listStored(lab)
+		stored, err := m.listStored(lab, limit)
 		if err != nil {
 			m.log.Error("history", "err", err)
 		}
@@ -67,7 +74,11 @@ func (m *Manager) List(lab string) []RunView {
 			fresh = append(fresh, live[i].View())
 		}
 	}
-	return append(fresh, out...)
+	out = append(fresh, out...)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 func newID() string {

@@ -84,8 +84,8 @@ func (m *Manager) load(id string) (*Run, error) {
 	return r, nil
 }
 
-func (m *Manager) listStored(lab string) ([]RunView, error) {
-	rows, err := m.opts.Store.List(store.Filter{Lab: lab})
+func (m *Manager) listStored(lab string, limit int) ([]RunView, error) {
+	rows, err := m.opts.Store.List(store.Filter{Lab: lab, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("view differs after restart:\nbefore %s\nafter  %s", a, b)
 	}
-	list := m2.List("")
+	list := m2.List("", 10)
 	if len(list) != 1 || list[0].ID != r.ID() || list[0].State != runner.StateDone {
 		t.Errorf("history after restart: %+v", list)
 	}
