@@ -101,6 +101,9 @@ func TestPresenterActionsNeedTheToken(t *testing.T) {
 	if v := waitEnded(t, srv.URL, id); v.State != runner.StateStopped {
 		t.Errorf("after the presenter's stop: %s", v.State)
 	}
+	if n := enginetest.Labelled(t, id); n != 0 {
+		t.Errorf("%d containers of the stopped run remain", n)
+	}
 
 	// Without a token at start-up, presenter calls are off altogether.
 	off, _ := newServer(t)
@@ -136,6 +139,10 @@ func TestQuotaRefusalNamesTheLimit(t *testing.T) {
 		t.Errorf("refused runs were recorded: %d runs", len(list.Runs))
 	}
 	postJSON(t, srv.URL+"/api/runs/"+id+"/stop", "")
+	waitEnded(t, srv.URL, id)
+	if n := enginetest.Labelled(t, id); n != 0 {
+		t.Errorf("%d containers of the stopped run remain", n)
+	}
 }
 
 // TestExportImportGivesTheSameResultsTable: JSON out, JSON in, and the

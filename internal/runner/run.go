@@ -633,7 +633,14 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 			}
 		}
 	}
+	// A create is not cancelled with the run: the engine would finish it
+	// anyway, and the run must know the container to remove it.
+	engineCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
 	for _, i := range order {
+		if ctx.Err() != nil {
+			return true // stopped: the run says so
+		}
 		l := r.plan.Lanes[i]
 		targetID := ""
 		if l.Target >= 0 {
@@ -642,14 +649,14 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 			r.mu.Unlock()
 		}
 		if l.Workload.Disk() {
-			if _, err := m.eng.VolumeCreate(ctx, client.VolumeCreateOptions{
+			if _, err := m.eng.VolumeCreate(engineCtx, client.VolumeCreateOptions{
 				Name: containerName(r.id, i), Labels: map[string]string{LabelRun: r.id, LabelLane: strconv.Itoa(i)},
 			}); err != nil {
 				r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: create volume: " + err.Error() })
 				return true
 			}
 		}
-		res, err := m.eng.ContainerCreate(ctx, createOptions(r.id, i, l, m.opts.Image, targetID))
+		res, err := m.eng.ContainerCreate(engineCtx, createOptions(r.id, i, l, m.opts.Image, targetID))
 		if err != nil {
 			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: " + err.Error() })
 			return true
@@ -657,7 +664,7 @@ func (m *Manager) createAll(ctx context.Context, r *Run) bool {
 		r.mu.Lock()
 		r.lanes[i].id = res.ID
 		r.mu.Unlock()
-		ins, err := m.eng.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+		ins, err := m.eng.ContainerInspect(engineCtx, res.ID, client.ContainerInspectOptions{})
 		if err != nil {
 			r.setLane(i, func(lr *LaneResult) { lr.Error = "engine: inspect: " + err.Error() })
 			return true
@@ -740,6 +747,11 @@ func (m *Manager) removeAll(r *Run, log *slog.Logger) {
 		if _, err := m.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			log.Warn("remove container", slog.String("id", id[:12]), slog.Any("err", err))
 		}
+	}
+	// A create the engine finished after the run was stopped returned no
+	// id to the run: find such containers by the run's label.
+	if _, err := Reap(ctx, m.eng, r.id, log); err != nil {
+		log.Warn("reap", slog.Any("err", err))
 	}
 	for i, l := range r.plan.Lanes {
 		if l.Workload.Disk() {
