@@ -132,12 +132,12 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
+	v, ok := h.Runs.View(chi.URLParam(r, "id"))
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
 		return
 	}
-	writeJSON(w, http.StatusOK, run.View())
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
@@ -150,6 +150,6 @@ func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 		return
 	}
-	run, _ := h.Runs.Get(id)
-	writeJSON(w, http.StatusAccepted, run.View())
+	v, _ := h.Runs.View(id)
+	writeJSON(w, http.StatusAccepted, v)
 }

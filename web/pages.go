@@ -39,12 +39,12 @@ func (h *handlers) resultsFragment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component func(runner.RunView) templ.Component) {
-	run, ok := h.Runs.Get(chi.URLParam(r, "id"))
+	v, ok := h.Runs.View(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
 	}
-	templ.Handler(component(run.View())).ServeHTTP(w, r)
+	templ.Handler(component(v)).ServeHTTP(w, r)
 }
 
 func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
@@ -102,13 +102,13 @@ func (h *handlers) historyPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	a, okA := h.Runs.Get(q.Get("a"))
-	b, okB := h.Runs.Get(q.Get("b"))
+	a, okA := h.Runs.View(q.Get("a"))
+	b, okB := h.Runs.View(q.Get("b"))
 	if !okA || !okB {
 		http.Error(w, "compare: pick two runs that exist: /compare?a=<run id>&b=<run id>", http.StatusNotFound)
 		return
 	}
-	templ.Handler(comparePage(a.View(), b.View())).ServeHTTP(w, r)
+	templ.Handler(comparePage(a, b)).ServeHTTP(w, r)
 }
 
 func (h *handlers) livePage(w http.ResponseWriter, r *http.Request) {

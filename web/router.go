@@ -28,7 +28,8 @@ type Runs interface {
 	// Submit queues a run for a participant; a refusal by a quota is a
 	// *runner.QuotaError.
 	Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error)
-	Get(id string) (*runner.Run, bool)
+	// View is a run as it is now, or as it ended.
+	View(id string) (runner.RunView, bool)
 	// List is the history, newest first, at most limit runs; lab, if
 	// set, keeps that lab's.
 	List(lab string, limit int) []runner.RunView

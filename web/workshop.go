@@ -98,7 +98,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	if format == "" {
 		format = "json"
 	}
-	if _, ok := h.Runs.Get(id); !ok {
+	if _, ok := h.Runs.View(id); !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
 		return
 	}
@@ -163,12 +163,12 @@ func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run is featured yet"})
 		return
 	}
-	run, ok := h.Runs.Get(id)
+	v, ok := h.Runs.View(id)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "the featured run is gone"})
 		return
 	}
-	writeJSON(w, http.StatusOK, run.View())
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (h *handlers) apiClearQueue(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,6 +25,29 @@ func (m *Manager) Get(id string) (*Run, bool) {
 	}
 	r, err := m.load(id)
 	return r, err == nil
+}
+
+// View is a run as it is now, or as it ended, without its stream.
+func (m *Manager) View(id string) (RunView, bool) {
+	m.mu.Lock()
+	r, ok := m.runs[id]
+	m.mu.Unlock()
+	if ok {
+		return r.View(), true
+	}
+	if m.opts.Store == nil {
+		return RunView{}, false
+	}
+	row, err := m.opts.Store.Get(id)
+	if err != nil {
+		return RunView{}, false
+	}
+	var v RunView
+	if err := json.Unmarshal(row.View, &v); err != nil {
+		m.log.Error("stored view", "run", id, "err", err)
+		return RunView{}, false
+	}
+	return v, true
 }
 
 // Feed is the live fan-out of a run; an ended run's is closed and holds
@@ -157,10 +181,9 @@ func (m *Manager) admitLocked(r *Run) error {
 
 // activeLocked says whether a run is queued or running.
 func (m *Manager) activeLocked(r *Run) bool {
-	if m.running[r] {
-		return true
-	}
-	return slices.Contains(m.queue.Order(), r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.view.State.Ended()
 }
 
 // schedule starts queued runs while there is room, fairly across

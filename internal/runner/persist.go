@@ -211,13 +211,16 @@ func (f *featured) set(id string) {
 
 // Feature makes a run the featured one.
 func (m *Manager) Feature(id string) error {
-	if _, ok := m.Get(id); !ok {
-		return fmt.Errorf("%w %q", ErrNoRun, id)
-	}
 	if st := m.opts.Store; st != nil {
-		if err := st.Feature(id, time.Now()); err != nil {
+		// The run's row is written before this, in order, when it is
+		// submitted.
+		if err := st.Feature(id, time.Now()); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w %q", ErrNoRun, id)
+		} else if err != nil {
 			return err
 		}
+	} else if _, ok := m.View(id); !ok {
+		return fmt.Errorf("%w %q", ErrNoRun, id)
 	}
 	m.featured.set(id)
 	return nil
