@@ -136,3 +136,12 @@ func hasLoad(v runner.RunView) bool {
 	}
 	return false
 }
+
+// runMeta is a run's mode, sampling interval, date and host in a line.
+func runMeta(v runner.RunView) string {
+	s := string(v.Mode) + ", every sample " + f2(float64(v.IntervalMs)/1000) + " s, " + v.CreatedAt.Format("2006-01-02 15:04 MST")
+	if v.Host != "" {
+		s += ", on " + v.Host
+	}
+	return s
+}
