@@ -137,9 +137,10 @@ func TestKilledServerMarksItsRunInterruptedOnRestart(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return strings.Count(string(b), "\n") - 1
 	}
-	enginetest.WaitFor(t, time.Minute, "samples of the running lane", func() bool { return samples(base) >= 8 })
-	// Give the store's writer a moment to commit the samples served above.
-	time.Sleep(500 * time.Millisecond)
+	// The store's writer commits each batch within milliseconds of its
+	// publication: by the time the stream holds 16 samples, the store has
+	// the first 8.
+	enginetest.WaitFor(t, time.Minute, "samples of the running lane", func() bool { return samples(base) >= 16 })
 
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

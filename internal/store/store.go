@@ -90,6 +90,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
 	s := &Store{db: db, log: log, ops: make(chan op, 4096), done: make(chan struct{})}
+	// The writer lives until Close closes ops; Close waits for it.
 	go s.writer()
 	return s, nil
 }
