@@ -95,6 +95,22 @@ func TestPresenterActionsNeedTheToken(t *testing.T) {
 	if status, body := call(t, other, "POST", srv.URL+"/api/queue/clear", presenterToken); status != http.StatusOK || !strings.Contains(body, `"cleared": 0`) {
 		t.Errorf("clear the queue with the token: %d %s", status, body)
 	}
+	// Another participant's run waits behind the long one (one run at a
+	// time); clearing the queue ends it, unstarted, and says why.
+	req, _ := http.NewRequest("POST", srv.URL+"/api/runs", strings.NewReader(`{"name": "waiting", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.1"}}]}`))
+	res, err := other.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queued struct{ ID string }
+	_ = json.NewDecoder(res.Body).Decode(&queued)
+	res.Body.Close()
+	if status, body := call(t, other, "POST", srv.URL+"/api/queue/clear", presenterToken); status != http.StatusOK || !strings.Contains(body, `"cleared": 1`) {
+		t.Errorf("clear a queue of one: %d %s", status, body)
+	}
+	if v := waitEnded(t, srv.URL, queued.ID); v.State != runner.StateStopped || !strings.Contains(v.Error, "the presenter cleared the queue") || v.StartedAt != (time.Time{}) {
+		t.Errorf("the cleared run: %s %q, started %v", v.State, v.Error, v.StartedAt)
+	}
 	if status, body := call(t, other, "POST", srv.URL+"/api/runs/"+id+"/stop", presenterToken); status != http.StatusAccepted {
 		t.Errorf("the presenter stopping the run: %d %s", status, body)
 	}

@@ -79,6 +79,13 @@ func (h *Hub) Subscribe() (history [][]byte, s *Subscriber) {
 	return history, s
 }
 
+// History is every message published so far, in order.
+func (h *Hub) History() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.history[:len(h.history):len(h.history)]
+}
+
 // Unsubscribe removes s; it is safe to call more than once.
 func (s *Subscriber) Unsubscribe() {
 	s.hub.mu.Lock()

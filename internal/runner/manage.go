@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -240,17 +239,6 @@ func (m *Manager) launch(r *Run) {
 		m.forget(r)
 		m.schedule()
 	}()
-}
-
-// forgetLocked drops an ended run from memory once the store holds it.
-func (m *Manager) forgetLocked(r *Run) {
-	if m.opts.Store == nil {
-		return
-	}
-	delete(m.runs, r.id)
-	if i := slices.Index(m.order, r); i >= 0 {
-		m.order = slices.Delete(m.order, i, i+1)
-	}
 }
 
 // expire refuses a run that waited in the queue as long as a run may.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,8 +49,11 @@ func (m *Manager) forget(r *Run) {
 		return // keep it in memory: it is the only whole copy
 	}
 	m.mu.Lock()
-	m.forgetLocked(r)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	delete(m.runs, r.id)
+	if i := slices.Index(m.order, r); i >= 0 {
+		m.order = slices.Delete(m.order, i, i+1)
+	}
 }
 
 // load makes an ended run from the store: its last view, and a closed hub
@@ -72,9 +76,6 @@ func (m *Manager) load(id string) (*Run, error) {
 	r := &Run{id: id, participant: row.Participant, hub: hub.New(0), done: make(chan struct{}), cancel: func() {}}
 	if err := json.Unmarshal(row.View, &r.view); err != nil {
 		return nil, fmt.Errorf("run %s: stored view: %w", id, err)
-	}
-	for range r.view.Lanes {
-		r.lanes = append(r.lanes, &laneRT{})
 	}
 	for _, msg := range msgs {
 		r.hub.Publish(msg)
@@ -258,10 +259,8 @@ func (m *Manager) Export(id string) (Export, error) {
 	if !ok {
 		return Export{}, fmt.Errorf("%w %q", ErrNoRun, id)
 	}
-	history, sub := r.hub.Subscribe()
-	sub.Unsubscribe()
 	e := Export{Format: ExportFormat, Version: 1, ExportedAt: time.Now().UTC(), Run: r.View()}
-	for _, msg := range history {
+	for _, msg := range r.hub.History() {
 		e.Stream = append(e.Stream, msg)
 	}
 	return e, nil
@@ -350,8 +349,7 @@ func (m *Manager) WriteCSV(w io.Writer, id string) error {
 		return fmt.Errorf("%w %q", ErrNoRun, id)
 	}
 	v := r.View()
-	history, sub := r.hub.Subscribe()
-	sub.Unsubscribe()
+	history := r.hub.History()
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err

@@ -23,8 +23,15 @@ var (
 // engine refuses leaves the lane as it was; the returned experiments.Errors
 // say why, in the engine's words where it gave them.
 func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (ChangeRecord, error) {
-	r, ok := m.Get(runID)
+	// Only a run in memory can be running: an ended one is not loaded
+	// from the store just to say so.
+	m.mu.Lock()
+	r, ok := m.runs[runID]
+	m.mu.Unlock()
 	if !ok {
+		if _, stored := m.View(runID); stored {
+			return ChangeRecord{}, ErrLaneNotRunning
+		}
 		return ChangeRecord{}, ErrNoRun
 	}
 	r.mu.Lock()

@@ -47,11 +47,7 @@ func submit(t *testing.T, m *runner.Manager, participant, specJSON string) *runn
 	return r
 }
 
-func history(h *hub.Hub) [][]byte {
-	msgs, sub := h.Subscribe()
-	sub.Unsubscribe()
-	return msgs
-}
+func history(h *hub.Hub) [][]byte { return h.History() }
 
 func samplesIn(msgs [][]byte) int {
 	n := 0
