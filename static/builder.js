@@ -1,6 +1,7 @@
 // The experiment builder: lanes as form fields, a spec as JSON, errors
 // shown beside the field they name.
 import { laneColour } from "./colours.js";
+import { send, errorText } from "./post.js";
 
 const form = document.getElementById("builder");
 const lanesEl = document.getElementById("lanes");
@@ -89,7 +90,7 @@ function showErrors(errors) {
   clearErrors();
   for (const e of errors) {
     const li = document.createElement("li");
-    li.textContent = e.lane >= 0 ? `lane ${e.lane + 1} · ${e.field}: ${e.message}` : `${e.field}: ${e.message}`;
+    li.textContent = errorText(e);
     runErrors.appendChild(li);
     const scope = e.lane >= 0 ? lanesEl.querySelector(`fieldset.lane[data-lane="${e.lane}"]`) : form.querySelector(".row");
     const input = scope && scope.querySelector(`[data-field="${CSS.escape(e.field)}"]`);
@@ -107,23 +108,13 @@ form.addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const button = document.getElementById("run");
   button.disabled = true;
-  try {
-    const res = await fetch("/api/runs", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(readSpec()),
-    });
-    const body = await res.json();
-    if (res.status === 201) {
-      location.href = `/runs/${body.id}`;
-      return;
-    }
-    showErrors(body.errors || [{ lane: -1, field: "server", message: body.error || res.statusText }]);
-  } catch (err) {
-    showErrors([{ lane: -1, field: "network", message: String(err) }]);
-  } finally {
-    button.disabled = false;
+  const res = await send("/api/runs", { body: readSpec() });
+  button.disabled = false;
+  if (res.ok) {
+    location.href = `/runs/${res.body.id}`;
+    return;
   }
+  showErrors(res.errors);
 });
 
 document.getElementById("add-lane").addEventListener("click", () => addLane());

@@ -7,3 +7,11 @@ export const laneColours = [
 export function laneColour(i) {
   return laneColours[i % laneColours.length];
 }
+
+// paintSwatches colours every lane swatch (.swatch[data-lane-index]) under
+// root.
+export function paintSwatches(root = document) {
+  root.querySelectorAll(".swatch[data-lane-index]").forEach((el) => {
+    el.style.background = laneColour(Number(el.dataset.laneIndex));
+  });
+}

@@ -1,4 +1,6 @@
 // The history page's import: a run exported elsewhere, uploaded as is.
+import { send, errorText } from "./post.js";
+
 const input = document.getElementById("import-file");
 const error = document.getElementById("import-error");
 
@@ -6,15 +8,10 @@ input.addEventListener("change", async () => {
   const file = input.files[0];
   if (!file) return;
   error.textContent = "Importing…";
-  const res = await fetch("/api/runs/import", {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: await file.text(),
-  });
-  const body = await res.json().catch(() => ({}));
-  if (res.status === 201) {
-    location.href = `/runs/${body.id}`;
+  const res = await send("/api/runs/import", { body: await file.text() });
+  if (res.ok) {
+    location.href = `/runs/${res.body.id}`;
     return;
   }
-  error.textContent = body.error || res.statusText;
+  error.textContent = res.errors.map(errorText).join("; ");
 });

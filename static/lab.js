@@ -1,37 +1,24 @@
 // A lab's page: run the lab as defined.
-import { laneColour } from "./colours.js";
+import { paintSwatches } from "./colours.js";
 import { enableCopyButtons } from "./copy.js";
+import { send, listErrors } from "./post.js";
 
 const root = document.getElementById("lab");
 const errors = document.getElementById("run-errors");
 const button = document.getElementById("run-lab");
 
-document.querySelectorAll(".swatch[data-lane-index]").forEach((el) => {
-  el.style.background = laneColour(Number(el.dataset.laneIndex));
-});
+paintSwatches();
 
 button.addEventListener("click", async () => {
   button.disabled = true;
   errors.replaceChildren();
-  try {
-    const res = await fetch("/api/runs", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ lab: root.dataset.labId }),
-    });
-    const body = await res.json();
-    if (res.status === 201) {
-      location.href = `/runs/${body.id}`;
-      return;
-    }
-    for (const e of body.errors || [{ field: "server", message: body.error || res.statusText }]) {
-      const li = document.createElement("li");
-      li.textContent = `${e.field}: ${e.message}`;
-      errors.appendChild(li);
-    }
-  } finally {
-    button.disabled = false;
+  const res = await send("/api/runs", { body: { lab: root.dataset.labId } });
+  button.disabled = false;
+  if (res.ok) {
+    location.href = `/runs/${res.body.id}`;
+    return;
   }
+  listErrors(errors, res.errors);
 });
 
 enableCopyButtons();

@@ -1,15 +1,15 @@
 // The presenter's page: the token stays in this tab's session storage and
 // is sent only as a bearer header on the presenter's calls.
+import { send, errorText } from "./post.js";
 const tokenInput = document.getElementById("token");
 const tokenStatus = document.getElementById("token-status");
 const list = document.getElementById("presenter-runs");
 let token = sessionStorage.getItem("limitlab-presenter") || "";
 
 async function call(method, url) {
-  const res = await fetch(url, { method, headers: { Authorization: `Bearer ${token}` } });
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok) tokenStatus.textContent = body.error || res.statusText;
-  return res.ok ? body : null;
+  const res = await send(url, { method, headers: { Authorization: `Bearer ${token}` } });
+  if (!res.ok) tokenStatus.textContent = res.errors.map(errorText).join("; ");
+  return res.ok ? res.body : null;
 }
 
 async function check() {

@@ -1,7 +1,8 @@
 // The run page: live charts from the run's websocket, and the results table
 // re-rendered by the server whenever the run changes.
-import { laneColour } from "./colours.js";
+import { laneColour, paintSwatches } from "./colours.js";
 import { enableCopyButtons } from "./copy.js";
+import { send, errorText } from "./post.js";
 
 const root = document.getElementById("run");
 const id = root.dataset.runId;
@@ -10,9 +11,7 @@ const stateEl = document.getElementById("state");
 const errorEl = document.getElementById("run-error");
 const stopButton = document.getElementById("stop");
 const MiB = 1024 * 1024;
-const terminal = new Set(["done", "failed", "stopped", "refused", "interrupted"]);
 const queueEl = document.getElementById("queue");
-const modelled = new Set(["md5", "primes", "spin"]);
 const controlsSection = document.getElementById("controls");
 
 const metrics = [
@@ -125,7 +124,7 @@ function buildCharts() {
     if (m.expected) {
       run.lanes.forEach((l, i) => {
         series.push({ label: `${l.name} expected`, stroke: laneColour(i), width: 1, dash: [1, 3],
-          points: { show: false }, show: modelled.has(l.workload.kind), value: (u, v) => fmt(v, m.digits) });
+          points: { show: false }, show: l.modelled, value: (u, v) => fmt(v, m.digits) });
       });
     }
     const perLane = () => run.lanes.map(() => []);
@@ -212,12 +211,6 @@ function refreshResults() {
   }, 100);
 }
 
-function paintSwatches() {
-  document.querySelectorAll(".swatch[data-lane-index]").forEach((el) => {
-    el.style.background = laneColour(Number(el.dataset.laneIndex));
-  });
-}
-
 function onRun(view) {
   const first = run === null;
   run = view;
@@ -230,7 +223,7 @@ function onRun(view) {
       ? (view.queue_position === 1 ? "Waiting in the queue: you are next" : `Waiting in the queue: position ${view.queue_position || "…"}`)
       : "";
   }
-  if (stopButton) stopButton.disabled = terminal.has(view.state);
+  if (stopButton) stopButton.disabled = view.ended;
   if (first) buildCharts();
   else redraw(); // markers of new changes
   showControls(view);
@@ -243,10 +236,10 @@ const controls = document.querySelectorAll("form.lane-control");
 
 function showControls(view) {
   if (!controlsSection) return;
-  controlsSection.hidden = terminal.has(view.state);
+  controlsSection.hidden = view.ended;
   controls.forEach((form) => {
     const lane = view.lanes[Number(form.dataset.lane)];
-    form.hidden = !lane || lane.state !== "running" || terminal.has(view.state);
+    form.hidden = !lane || lane.state !== "running" || view.ended;
     if (!lane || !lane.applied) return;
     const a = lane.applied;
     const current = {
@@ -275,18 +268,12 @@ controls.forEach((form) => {
     });
     const errs = form.querySelector("[data-errors]");
     errs.textContent = "";
-    const res = await fetch(`/api/runs/${id}/lanes/${form.dataset.lane}/limits`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(change),
-    });
-    const body = await res.json();
+    const res = await send(`/api/runs/${id}/lanes/${form.dataset.lane}/limits`, { body: change });
     if (res.ok) {
       form.querySelectorAll("input[data-field]").forEach((input) => { input.value = ""; });
       return;
     }
-    errs.textContent = (body.errors || [{ field: "limits", message: body.error }])
-      .map((e) => `${e.field}: ${e.message}`).join("; ");
+    errs.textContent = res.errors.map((e) => `${e.field}: ${e.message}`).join("; ");
   });
 });
 
@@ -301,7 +288,7 @@ function connect() {
   ws.onclose = (ev) => {
     // 1008: the server dropped us for falling behind; start again from the
     // history. A normal close means the run has ended.
-    if (ev.code === 1008 || (ev.code !== 1000 && !(run && terminal.has(run.state)))) {
+    if (ev.code === 1008 || (ev.code !== 1000 && !(run && run.ended))) {
       run = null;
       setTimeout(connect, 1000);
     }
@@ -311,9 +298,9 @@ function connect() {
 if (stopButton) {
   stopButton.addEventListener("click", async () => {
     stopButton.disabled = true;
-    const res = await fetch(`/api/runs/${id}/stop`, { method: "POST" });
+    const res = await send(`/api/runs/${id}/stop`);
     if (!res.ok) {
-      errorEl.textContent = (await res.json()).error || res.statusText;
+      errorEl.textContent = res.errors.map(errorText).join("; ");
       stopButton.disabled = false;
     }
   });

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // maxSpecBytes bounds a spec upload; twelve lanes fit in a few KiB.
@@ -40,8 +41,8 @@ func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
 	limit := 100
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > runner.MaxList {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit %q: want 1 to %d", s, runner.MaxList)})
+		if err != nil || n < 1 || n > workshop.MaxList {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit %q: want 1 to %d", s, workshop.MaxList)})
 			return
 		}
 		limit = n
@@ -73,7 +74,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := h.Runs.Submit(spec, plan, participantOf(r))
-	var quota *runner.QuotaError
+	var quota *workshop.QuotaError
 	switch {
 	case errors.As(err, &quota):
 		// As Kubernetes refuses a pod over a quota: 403, naming the limit.
@@ -83,7 +84,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	case err != nil:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
 	w.Header().Set("Location", "/api/runs/"+run.ID())
@@ -122,12 +123,10 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, rec)
 	case errors.As(err, &verrs):
 		writeJSON(w, http.StatusBadRequest, errorsBody{verrs})
-	case errors.Is(err, runner.ErrNoRun), errors.Is(err, runner.ErrNoLane):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 	case errors.Is(err, runner.ErrLaneNotRunning):
 		writeJSON(w, http.StatusConflict, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
 	default:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 	}
 }
 
@@ -147,9 +146,25 @@ func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.Runs.Stop(id); err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
 	v, _ := h.Runs.View(id)
 	writeJSON(w, http.StatusAccepted, v)
+}
+
+// statusOf maps the workshop's and the runner's errors to HTTP statuses:
+// what is not there is 404, a server that is stopping 503, a file that is
+// not a valid run 400; anything else is the server's fault.
+func statusOf(err error) int {
+	var invalid *workshop.InvalidImportError
+	switch {
+	case errors.Is(err, workshop.ErrNoRun), errors.Is(err, runner.ErrNoLane):
+		return http.StatusNotFound
+	case errors.Is(err, workshop.ErrShuttingDown):
+		return http.StatusServiceUnavailable
+	case errors.As(err, &invalid):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }

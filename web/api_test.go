@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab"
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // testClient keeps cookies, so that a test is one participant.
@@ -26,20 +28,20 @@ var testClient = func() *http.Client {
 
 // newServer serves the real router over a runner on the real engine, with
 // a store in a fresh directory.
-func newServer(t *testing.T) (*httptest.Server, *runner.Manager) {
+func newServer(t *testing.T) (*httptest.Server, *workshop.Manager) {
 	return newServerWith(t, nil)
 }
 
 // newServerWith is newServer with the router's deps and the runner's
 // options changed first.
-func newServerWith(t testing.TB, deps func(*Deps), options ...func(*runner.Options)) (*httptest.Server, *runner.Manager) {
+func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Options)) (*httptest.Server, *workshop.Manager) {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() }) // after the manager's shutdown: cleanups run last first
-	m := enginetest.Manager(t, append([]func(*runner.Options){func(o *runner.Options) { o.Store = st }}, options...)...)
+	m := enginetest.Manager(t, append([]func(*workshop.Options){func(o *workshop.Options) { o.Store = st }}, options...)...)
 	d := Deps{Runs: m, Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
@@ -184,7 +186,7 @@ func TestRunOverTheAPI(t *testing.T) {
 
 func TestHostEndpoint(t *testing.T) {
 	srv, _ := newServer(t)
-	var h runner.HostInfo
+	var h engine.HostInfo
 	if status := getJSON(t, srv.URL+"/api/host", &h); status != http.StatusOK {
 		t.Fatalf("status %d", status)
 	}

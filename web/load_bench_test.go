@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // viewer is one websocket client of a run's live stream, recording how
@@ -104,7 +104,7 @@ func BenchmarkLiveViewers200(b *testing.B) {
 		rounds  = 8
 	)
 	for range b.N {
-		srv, _ := newServerWith(b, nil, func(o *runner.Options) { o.Interval = 500 * time.Millisecond })
+		srv, _ := newServerWith(b, nil, func(o *workshop.Options) { o.Interval = 500 * time.Millisecond })
 		var ls []string
 		for i := range lanes {
 			ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))

@@ -2,10 +2,12 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -27,9 +29,8 @@ func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
 	host := h.Runs.Host()
-	pressure := host.CgroupVersion == "2" && host.StatsSource == "cgroup"
 	embed := r.URL.Query().Get("embed") == "1"
-	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, pressure, embed) })
+	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, host.HasPressure(), embed) })
 }
 
 // resultsFragment is the results table alone, which the run page fetches
@@ -68,21 +69,17 @@ func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, errs.Error(), http.StatusInternalServerError)
 		return
 	}
-	expected := experiments.Expected(plan, experiments.ModelHost{NCPU: host.NCPU, CgroupV2: host.CgroupVersion == "2"})
+	expected := experiments.Expected(plan, host.ModelHost())
 	lanes := make([]labLane, len(plan.Lanes))
 	for i, l := range plan.Lanes {
 		lanes[i] = labLane{
 			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
-			DockerRun: experiments.DockerRun(runner.ImageRepo, l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
+			DockerRun: experiments.DockerRun(engine.ImageRepo, l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
 		}
 	}
 	var notes []string
-	for _, l := range plan.Lanes {
-		if l.Resources.CPUShares > 0 && host.CgroupVersion == "2" {
-			notes = append(notes, "This host runs cgroup v2: the engine converts --cpu-shares to cpu.weight "+
-				"(1 + (shares-2)×9999/262142, so 512 : 1024 : 2048 become 20 : 39 : 79), and the model uses the converted weights.")
-			break
-		}
+	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l experiments.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {
+		notes = append(notes, note)
 	}
 	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes)).ServeHTTP(w, r)
 }

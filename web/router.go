@@ -17,16 +17,18 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // Runs is what the handlers need of the runner.
 type Runs interface {
-	Host() runner.HostInfo
+	Host() engine.HostInfo
 	// Submit queues a run for a participant; a refusal by a quota is a
-	// *runner.QuotaError.
+	// *workshop.QuotaError.
 	Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error)
 	// View is a run as it is now, or as it ended.
 	View(id string) (runner.RunView, bool)
@@ -36,8 +38,8 @@ type Runs interface {
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)
-	Export(id string) (runner.Export, error)
-	Import(e runner.Export) (string, error)
+	Export(id string) (workshop.Export, error)
+	Import(e workshop.Export) (string, error)
 	WriteCSV(w io.Writer, id string) error
 	Feature(id string) error
 	Featured() (string, bool)

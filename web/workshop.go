@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
-	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // ParticipantCookie holds a browser's participant id: the queue's fairness
@@ -107,7 +108,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	case "json":
 		e, err := h.Runs.Export(id)
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 			return
 		}
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
@@ -116,7 +117,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 		if err := h.Runs.WriteCSV(w, id); err != nil {
-			h.Log.Error("export csv", "run", id, "err", err)
+			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
 	default:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("format %q: want json or csv", format)})
@@ -124,7 +125,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
-	var e runner.Export
+	var e workshop.Export
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxImportBytes))
 	if err := dec.Decode(&e); err != nil {
 		var tooBig *http.MaxBytesError
@@ -137,7 +138,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := h.Runs.Import(e)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
 	w.Header().Set("Location", "/runs/"+id)
@@ -147,11 +148,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if err := h.Runs.Feature(id); err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, runner.ErrNoRun) {
-			status = http.StatusNotFound
-		}
-		writeJSON(w, status, map[string]string{"error": err.Error()})
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"featured": id})

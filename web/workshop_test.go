@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 const presenterToken = "s3cret-presenter"
@@ -131,8 +132,8 @@ func TestPresenterActionsNeedTheToken(t *testing.T) {
 // TestQuotaRefusalNamesTheLimit: over the API, a refusal says which limit
 // and by how much, and starts nothing.
 func TestQuotaRefusalNamesTheLimit(t *testing.T) {
-	srv, _ := newServerWith(t, nil, func(o *runner.Options) {
-		o.Quotas = &runner.Quotas{Participant: runner.Limits{Runs: 1}, Host: runner.Limits{Memory: 64 << 20}}
+	srv, _ := newServerWith(t, nil, func(o *workshop.Options) {
+		o.Quotas = &workshop.Quotas{Participant: workshop.Limits{Runs: 1}, Host: workshop.Limits{Memory: 64 << 20}}
 	})
 	status, body := postJSON(t, srv.URL+"/api/runs", `{"name": "big", "lanes": [
 	  {"workload": {"kind": "spin", "seconds": 1}, "limits": {"memory": "48m"}},
@@ -311,7 +312,7 @@ func TestBrowserLiveFollowsTheFeaturedRun(t *testing.T) {
 // TestBrowserShowsItsQueuePosition: a participant whose run waits behind
 // another's sees its place in the queue, live, and then its run start.
 func TestBrowserShowsItsQueuePosition(t *testing.T) {
-	srv, _ := newServerWith(t, nil, func(o *runner.Options) { o.MaxRunning = 1 })
+	srv, _ := newServerWith(t, nil, func(o *workshop.Options) { o.MaxRunning = 1 })
 	first := startRun(t, srv.URL, `{"name": "first", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 40}, "limits": {"cpus": "0.1"}}]}`)
 	ctx := browser(t)
 	mine := browserStart(t, ctx, srv.URL, `{"name": "mine", "duration": "30s", "lanes": [{"workload": {"kind": "spin", "seconds": 2}, "limits": {"cpus": "0.1"}}]}`)

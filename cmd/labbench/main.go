@@ -22,9 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
 
@@ -59,7 +60,7 @@ func run(ctx context.Context) error {
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	eng, err := runner.NewEngine()
+	eng, err := engine.NewClient()
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func run(ctx context.Context) error {
 	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
 	}
-	host, err := runner.ProbeHost(ctx, eng, "/sys/fs/cgroup")
+	host, err := engine.ProbeHost(ctx, eng, "/sys/fs/cgroup")
 	if err != nil {
 		return err
 	}
@@ -75,11 +76,11 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	image, err := runner.EnsureImage(ctx, eng, self, log)
+	image, err := engine.EnsureImage(ctx, eng, self, log)
 	if err != nil {
 		return err
 	}
-	mgr := runner.NewManager(eng, runner.Options{Image: image, Host: host, Log: log})
+	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Host: host, Log: log})
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -118,7 +119,7 @@ func run(ctx context.Context) error {
 }
 
 // benchLab runs a lab n times and gathers every lane's measured ratio.
-func benchLab(ctx context.Context, mgr *runner.Manager, lab experiments.Lab, n int) ([]laneStats, int, error) {
+func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n int) ([]laneStats, int, error) {
 	spec := lab.LabSpec()
 	plan, errs := experiments.Validate(spec, mgr.Host().Experiments())
 	if errs != nil {

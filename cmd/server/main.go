@@ -19,9 +19,11 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab"
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/limitlab/limitlab/web"
 	"github.com/moby/moby/client"
 )
@@ -50,7 +52,7 @@ type config struct {
 	maxRunning   int
 	queueWait    time.Duration
 	presenter    string
-	quotas       runner.Quotas
+	quotas       workshop.Quotas
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -86,7 +88,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
 	fs.StringVar(&c.presenter, "presenter-token", "", "token the presenter sends as Authorization: Bearer (default $LIMITLAB_PRESENTER_TOKEN; none: no presenter)")
-	c.quotas = runner.DefaultQuotas
+	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
 	fs.Var(memoryFlag{&c.quotas.Participant.Memory}, "participant-memory", "--memory a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -130,7 +132,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	eng, err := runner.NewEngine()
+	eng, err := engine.NewClient()
 	if err != nil {
 		return fmt.Errorf("docker client: %w", err)
 	}
@@ -138,13 +140,13 @@ func run(ctx context.Context, args []string) error {
 	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
 	}
-	host, err := runner.ProbeHost(ctx, eng, cfg.cgroupRoot)
+	host, err := engine.ProbeHost(ctx, eng, cfg.cgroupRoot)
 	if err != nil {
 		return err
 	}
 	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
 		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
-	if _, err := runner.Reap(ctx, eng, "", log); err != nil {
+	if _, err := engine.Reap(ctx, eng, "", log); err != nil {
 		return err
 	}
 	bin := cfg.workloadBin
@@ -153,7 +155,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	image, err := runner.EnsureImage(ctx, eng, bin, log)
+	image, err := engine.EnsureImage(ctx, eng, bin, log)
 	if err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ func run(ctx context.Context, args []string) error {
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
 	// The manager marks runs the last instance left unfinished as
 	// interrupted; their containers went with the reaping above.
-	mgr := runner.NewManager(eng, runner.Options{Image: image, Interval: cfg.interval, CgroupRoot: cfg.cgroupRoot, Host: host, Log: log,
+	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Interval: cfg.interval, Host: host, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil {

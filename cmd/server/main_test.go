@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/api/types/container"
@@ -38,7 +39,7 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 
 	// What an earlier instance that died would have left.
 	if _, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: image, Cmd: []string{"spin"}, Labels: map[string]string{runner.LabelRun: "earlier-instance"}},
+		Config: &container.Config{Image: image, Cmd: []string{"spin"}, Labels: map[string]string{engine.LabelRun: "earlier-instance"}},
 	}); err != nil {
 		t.Fatal(err)
 	}

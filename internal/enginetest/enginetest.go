@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
 
@@ -25,7 +28,7 @@ var (
 	once  sync.Once
 	eng   *client.Client
 	image string
-	host  runner.HostInfo
+	host  engine.HostInfo
 	err   error
 )
 
@@ -43,7 +46,7 @@ func BuildBinary(dir string) (string, error) {
 
 // Engine returns a client of the real engine, the workload image and what
 // the host supports, or fails the test.
-func Engine(t testing.TB) (*client.Client, string, runner.HostInfo) {
+func Engine(t testing.TB) (*client.Client, string, engine.HostInfo) {
 	t.Helper()
 	once.Do(func() { eng, image, host, err = setup() })
 	if err != nil {
@@ -52,32 +55,32 @@ func Engine(t testing.TB) (*client.Client, string, runner.HostInfo) {
 	return eng, image, host
 }
 
-func setup() (*client.Client, string, runner.HostInfo, error) {
+func setup() (*client.Client, string, engine.HostInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := runner.NewEngine()
+	c, err := engine.NewClient()
 	if err != nil {
-		return nil, "", runner.HostInfo{}, err
+		return nil, "", engine.HostInfo{}, err
 	}
 	if _, err := c.Ping(ctx, client.PingOptions{}); err != nil {
-		return nil, "", runner.HostInfo{}, fmt.Errorf("no Docker engine answers at %s (%v); start one with: %s", c.DaemonHost(), err, StartCommand)
+		return nil, "", engine.HostInfo{}, fmt.Errorf("no Docker engine answers at %s (%v); start one with: %s", c.DaemonHost(), err, StartCommand)
 	}
 	dir, err := os.MkdirTemp("", "limitlab-bin")
 	if err != nil {
-		return nil, "", runner.HostInfo{}, err
+		return nil, "", engine.HostInfo{}, err
 	}
 	defer os.RemoveAll(dir)
 	bin, err := BuildBinary(dir)
 	if err != nil {
-		return nil, "", runner.HostInfo{}, err
+		return nil, "", engine.HostInfo{}, err
 	}
-	img, err := runner.EnsureImage(ctx, c, bin, slog.Default())
+	img, err := engine.EnsureImage(ctx, c, bin, slog.Default())
 	if err != nil {
-		return nil, "", runner.HostInfo{}, err
+		return nil, "", engine.HostInfo{}, err
 	}
-	h, err := runner.ProbeHost(ctx, c, "/sys/fs/cgroup")
+	h, err := engine.ProbeHost(ctx, c, "/sys/fs/cgroup")
 	if err != nil {
-		return nil, "", runner.HostInfo{}, err
+		return nil, "", engine.HostInfo{}, err
 	}
 	return c, img, h, nil
 }
@@ -87,7 +90,7 @@ func setup() (*client.Client, string, runner.HostInfo, error) {
 func Labelled(t testing.TB, runID string) int {
 	t.Helper()
 	c, _, _ := Engine(t)
-	label := runner.LabelRun
+	label := engine.LabelRun
 	if runID != "" {
 		label += "=" + runID
 	}
@@ -98,18 +101,18 @@ func Labelled(t testing.TB, runID string) int {
 	return len(list.Items)
 }
 
-// Manager returns a runner.Manager on the real engine that is shut down,
+// Manager returns a workshop.Manager on the real engine that is shut down,
 // its containers removed, when the test ends. Tests start runs as they
 // please, so no quota applies unless an option sets one; options may also
 // set a store, the queue and the rest.
-func Manager(t testing.TB, options ...func(*runner.Options)) *runner.Manager {
+func Manager(t testing.TB, options ...func(*workshop.Options)) *workshop.Manager {
 	t.Helper()
 	c, img, h := Engine(t)
-	opts := runner.Options{Image: img, Host: h, Log: slog.Default(), Quotas: &runner.Quotas{}}
+	opts := workshop.Options{Image: img, Host: h, Log: slog.Default(), Quotas: &workshop.Quotas{}}
 	for _, o := range options {
 		o(&opts)
 	}
-	m := runner.NewManager(c, opts)
+	m := workshop.NewManager(c, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -128,4 +131,30 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WaitDone waits for a run to end and returns its final view.
+func WaitDone(t testing.TB, r *runner.Run, within time.Duration) runner.RunView {
+	t.Helper()
+	select {
+	case <-r.Done():
+	case <-time.After(within):
+		t.Fatalf("run %s did not end within %s: %+v", r.ID(), within, r.View())
+	}
+	return r.View()
+}
+
+// Plan parses and validates a JSON spec for the manager's host, or fails
+// the test.
+func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec, experiments.Plan) {
+	t.Helper()
+	spec, errs := experiments.Parse([]byte(specJSON))
+	if errs != nil {
+		t.Fatalf("parse: %v", errs)
+	}
+	p, errs := experiments.Validate(spec, m.Host().Experiments())
+	if errs != nil {
+		t.Fatalf("validate: %v", errs)
+	}
+	return spec, p
 }

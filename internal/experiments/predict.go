@@ -354,3 +354,10 @@ func Expected(plan Plan, h ModelHost) []float64 {
 	}
 	return cores
 }
+
+// Modelled says whether the CPU allotment model predicts this workload: it
+// must be CPU-bound with a known amount of work or time.
+func (w Workload) Modelled() bool {
+	_, _, ok := workUnits(w)
+	return ok
+}

@@ -3,6 +3,8 @@ package experiments
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // Workload kinds the project's workload image runs.
@@ -23,10 +25,6 @@ var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad,
 
 // Disk says whether the workload does block IO, and so needs a volume.
 func (w Workload) Disk() bool { return w.Kind == KindDiskWrite || w.Kind == KindDiskRead }
-
-// ServicePort is where an http lane listens. Its load lanes share its
-// network namespace, so they reach it on loopback.
-const ServicePort = 8080
 
 // Unit is what a workload's throughput counts.
 func (w Workload) Unit() string {
@@ -177,39 +175,18 @@ func validateWorkload(w Workload) (Workload, Errors) {
 	return w, errs
 }
 
-// Args is the command line of the workload program for this workload: the
-// same flags `limitlab workload` parses.
-func (w Workload) Args() []string {
-	args := []string{w.Kind}
-	flag := func(name string, v int) {
-		if v != 0 {
-			args = append(args, "-"+name, strconv.Itoa(v))
-		}
-	}
-	flagf := func(name string, v float64) {
-		if v != 0 {
-			args = append(args, "-"+name, strconv.FormatFloat(v, 'g', -1, 64))
-		}
-	}
-	flag("mb", w.MB)
-	flag("threads", w.Threads)
-	flag("events", w.Events)
-	flag("max-prime", w.MaxPrime)
-	flagf("seconds", w.Seconds)
-	flagf("rate", w.RateMBps)
-	flag("work-us", w.WorkUS)
-	flag("alloc-kb", w.AllocKB)
-	if w.GOMAXPROCS != "" {
-		args = append(args, "-gomaxprocs", string(w.GOMAXPROCS))
-	}
+// Command is the workload program's command line for this workload, in
+// the wire format the workload parses.
+func (w Workload) Command() wire.Command {
+	c := wire.Command{Kind: w.Kind, MB: w.MB, Threads: w.Threads, Events: w.Events, MaxPrime: w.MaxPrime,
+		Seconds: w.Seconds, RateMBps: w.RateMBps, WorkUS: w.WorkUS, AllocKB: w.AllocKB, GOMAXPROCS: string(w.GOMAXPROCS),
+		Requests: w.Requests, Concurrency: w.Concurrency, RPS: w.Rate, Burst: w.Burst, BS: w.BS, Depth: w.Depth}
 	if w.Kind == KindLoad {
-		args = append(args, "-target", "http://127.0.0.1:"+strconv.Itoa(ServicePort)+"/")
+		// A load lane shares its service's network namespace.
+		c.Target = wire.ServiceURL
 	}
-	flag("requests", w.Requests)
-	flag("concurrency", w.Concurrency)
-	flagf("rps", w.Rate)
-	flag("burst", w.Burst)
-	flag("bs", w.BS)
-	flag("depth", w.Depth)
-	return args
+	return c
 }
+
+// Args is the command line of the workload program for this workload.
+func (w Workload) Args() []string { return w.Command().Args() }

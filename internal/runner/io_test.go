@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
@@ -16,7 +17,7 @@ import (
 // the disk under the engine's data root.
 func TestWriteBandwidthLimit(t *testing.T) {
 	m := newTestManager(t)
-	eng, _, host := engine(t)
+	eng, _, host := realEngine(t)
 	if host.DataRootDevice == "" {
 		t.Fatalf("no data root device: %s", host.DataRootNote)
 	}
@@ -41,14 +42,14 @@ func TestWriteBandwidthLimit(t *testing.T) {
 	if math.Abs(l.Throughput/5-1) > 0.15 {
 		t.Errorf("throughput %.2f MiB/s, want 5 within 15%%", l.Throughput)
 	}
-	vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", runner.LabelRun+"="+r.ID())})
+	vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+r.ID())})
 	if err != nil || len(vols.Items) != 0 {
 		t.Errorf("volumes of the run remain: %v %v", vols.Items, err)
 	}
 }
 
 func TestUnknownDeviceIsAFieldError(t *testing.T) {
-	_, _, host := engine(t)
+	_, _, host := realEngine(t)
 	before := labelled(t, "")
 	spec, errs := experiments.Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-write"}, "limits": {"device-write-bps": "/dev/nosuchdisk:5mb"}}]}`))
 	if errs != nil {

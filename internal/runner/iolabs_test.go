@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
 )
@@ -12,7 +13,7 @@ import (
 // TestIOLabs runs the block IO labs as defined and asserts their verdicts,
 // and that nothing of theirs is left on the engine.
 func TestIOLabs(t *testing.T) {
-	eng, _, _ := engine(t)
+	eng, _, _ := realEngine(t)
 	for _, id := range []string{"io-write-bps", "io-read-limits", "noisy-neighbour-io"} {
 		t.Run(id, func(t *testing.T) {
 			m := newTestManager(t)
@@ -28,7 +29,7 @@ func TestIOLabs(t *testing.T) {
 			if n := labelled(t, r.ID()); n != 0 {
 				t.Errorf("%d containers remain", n)
 			}
-			vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", runner.LabelRun+"="+r.ID())})
+			vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+r.ID())})
 			if err != nil || len(vols.Items) != 0 {
 				t.Errorf("volumes remain: %v %v", vols.Items, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -77,7 +78,7 @@ func TestLiveLimitChange(t *testing.T) {
 		t.Errorf("lane cpu limit after the change: %g", v.Lanes[0].CPULimit)
 	}
 	// The CPU drops within two samples of the change.
-	var after []runner.Sample
+	var after []engine.Sample
 	var before []float64
 	for _, s := range samplesOf(t, r) {
 		if s.T-s.DT >= rec.AtSeconds {

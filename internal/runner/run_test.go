@@ -10,15 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
 
-func newTestManager(t *testing.T) *runner.Manager { return enginetest.Manager(t) }
+func newTestManager(t *testing.T) *workshop.Manager { return enginetest.Manager(t) }
 
-func engine(t testing.TB) (*client.Client, string, runner.HostInfo) { return enginetest.Engine(t) }
+func realEngine(t testing.TB) (*client.Client, string, engine.HostInfo) { return enginetest.Engine(t) }
 
 func labelled(t testing.TB, runID string) int { return enginetest.Labelled(t, runID) }
 
@@ -27,9 +29,9 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // startSpec validates a JSON spec and starts it.
-func startSpec(t *testing.T, m *runner.Manager, specJSON string) *runner.Run {
+func startSpec(t *testing.T, m *workshop.Manager, specJSON string) *runner.Run {
 	t.Helper()
-	spec, p := plan(t, m, specJSON)
+	spec, p := enginetest.Plan(t, m, specJSON)
 	r, err := m.Start(spec, p)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -38,13 +40,7 @@ func startSpec(t *testing.T, m *runner.Manager, specJSON string) *runner.Run {
 }
 
 func waitDone(t *testing.T, r *runner.Run, within time.Duration) runner.RunView {
-	t.Helper()
-	select {
-	case <-r.Done():
-	case <-time.After(within):
-		t.Fatalf("run %s did not end within %s: %+v", r.ID(), within, r.View())
-	}
-	return r.View()
+	return enginetest.WaitDone(t, r, within)
 }
 
 func TestSequentialCPUsLadder(t *testing.T) {
@@ -181,17 +177,17 @@ func TestDurationKillsLane(t *testing.T) {
 }
 
 func TestReapRemovesLeftovers(t *testing.T) {
-	eng, image, _ := engine(t)
+	eng, image, _ := realEngine(t)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
-	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("leftover", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("leftover", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := labelled(t, "leftover"); n != 1 {
 		t.Fatalf("%d leftover containers, want 1", n)
 	}
-	if _, err := runner.Reap(ctx, eng, "leftover", slog.Default()); err != nil {
+	if _, err := engine.Reap(ctx, eng, "leftover", slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if n := labelled(t, "leftover"); n != 0 {
@@ -201,11 +197,11 @@ func TestReapRemovesLeftovers(t *testing.T) {
 }
 
 func TestContainerIsHardened(t *testing.T) {
-	eng, image, _ := engine(t)
+	eng, image, _ := realEngine(t)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
 		Resources: experiments.Resources{Memory: 64 << 20}}
-	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("hardened", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("hardened", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +223,7 @@ func TestContainerIsHardened(t *testing.T) {
 	if hc.PidsLimit == nil || *hc.PidsLimit != experiments.DefaultPidsLimit {
 		t.Errorf("pids limit %v, want %d", hc.PidsLimit, experiments.DefaultPidsLimit)
 	}
-	if ins.Container.Config.Labels[runner.LabelRun] != "hardened" || ins.Container.Config.User != runner.WorkloadUser {
+	if ins.Container.Config.Labels[engine.LabelRun] != "hardened" || ins.Container.Config.User != engine.WorkloadUser {
 		t.Errorf("labels %v user %q", ins.Container.Config.Labels, ins.Container.Config.User)
 	}
 }
@@ -235,10 +231,10 @@ func TestContainerIsHardened(t *testing.T) {
 // TestEngineStatsFallback runs a lane as if the engine were remote: stats
 // come from the engine's stats endpoint, at most once a second.
 func TestEngineStatsFallback(t *testing.T) {
-	eng, image, host := engine(t)
+	eng, image, host := realEngine(t)
 	host.StatsSource = "engine"
 	host.StatsNote = "remote engine (simulated)"
-	m := runner.NewManager(eng, runner.Options{Image: image, Host: host, Log: slog.Default()})
+	m := workshop.NewManager(eng, workshop.Options{Image: image, Host: host, Log: slog.Default()})
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	r := startSpec(t, m, `{"name": "engine stats", "lanes": [{"workload": {"kind": "spin", "seconds": 4}, "limits": {"cpus": "0.5"}}]}`)
 	v := waitDone(t, r, time.Minute)
@@ -258,10 +254,10 @@ func TestEngineStatsFallback(t *testing.T) {
 }
 
 // samplesOf is every sample batch the run published, in order, flattened.
-func samplesOf(t *testing.T, r *runner.Run) []runner.Sample {
+func samplesOf(t *testing.T, r *runner.Run) []engine.Sample {
 	t.Helper()
 	hist, _ := r.Hub().Subscribe()
-	var out []runner.Sample
+	var out []engine.Sample
 	for _, b := range hist {
 		var msg runner.Message
 		if err := json.Unmarshal(b, &msg); err != nil {

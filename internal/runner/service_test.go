@@ -17,7 +17,7 @@ import (
 // generator on the run's private network, beside an idle unlimited service.
 func TestServiceUnderLoad(t *testing.T) {
 	m := newTestManager(t)
-	eng, _, _ := engine(t)
+	eng, _, _ := realEngine(t)
 	r := startSpec(t, m, `{"name": "service", "mode": "parallel", "duration": "60s", "lanes": [
 	  {"name": "svc",  "workload": {"kind": "http", "work_us": 2000}, "limits": {"cpus": "0.5"}},
 	  {"name": "ab",   "workload": {"kind": "load", "target": "svc", "requests": 400, "concurrency": 8}},

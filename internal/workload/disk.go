@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DataDir is where disk workloads write: a volume of the lane's own.
-const DataDir = "/data"
-
 // alignedBuf returns a page-aligned buffer for O_DIRECT, mapped without
 // transparent huge pages: the kernel splits a direct IO into requests of at
 // most max_segments pages unless they happen to be physically contiguous,

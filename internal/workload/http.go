@@ -17,11 +17,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// ServicePort is where the http workload listens inside its container by
-// default.
-const ServicePort = 8080
+	"github.com/limitlab/limitlab/internal/workload/wire"
+)
 
 // setGOMAXPROCS applies the http workload's gomaxprocs setting: "auto"
 // keeps the runtime's own choice (since Go 1.25 it follows the cgroup's CPU
@@ -119,22 +117,14 @@ func httpWork(port, workUS, allocKB int, seconds float64, c *counter) (string, e
 	return fmt.Sprintf("served with GOMAXPROCS=%d", runtime.GOMAXPROCS(0)), nil
 }
 
-// Latency is a latency summary in milliseconds.
-type Latency struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
 // summarize gives the percentiles of latencies (sorted in place).
-func summarize(ms []float64) *Latency {
+func summarize(ms []float64) *wire.Latency {
 	if len(ms) == 0 {
 		return nil
 	}
 	slices.Sort(ms)
 	at := func(p float64) float64 { return ms[min(len(ms)-1, int(p*float64(len(ms))))] }
-	return &Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms[len(ms)-1]}
+	return &wire.Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms[len(ms)-1]}
 }
 
 // loadStats collects the load generator's results; the reporter takes an

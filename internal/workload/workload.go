@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,57 +23,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // ProgressInterval is how often a workload reports; the issue asks for at
 // least four lines a second.
 const ProgressInterval = 200 * time.Millisecond
-
-// Progress is one line a workload prints while it works.
-type Progress struct {
-	T    float64 `json:"t"`    // seconds since the workload started
-	Done float64 `json:"done"` // cumulative units of work
-	Rate float64 `json:"rate"` // units per second since the previous line
-	Unit string  `json:"unit"`
-	// RSSMB is the resident set of the mem workload, in MiB.
-	RSSMB float64 `json:"rss_mb,omitempty"`
-	// The load workload's failed requests so far, and the latency of the
-	// requests completed in this interval (in the summary: all of them).
-	Failures int64    `json:"failures,omitempty"`
-	Latency  *Latency `json:"latency_ms,omitempty"`
-	// The disk workloads' IO operations so far, and per second since the
-	// previous line (in the summary: over the whole run).
-	Ops  float64 `json:"ops,omitempty"`
-	IOPS float64 `json:"iops,omitempty"`
-}
-
-// Summary is the last line a workload prints.
-type Summary struct {
-	Final      bool     `json:"final"`
-	Kind       string   `json:"kind"`
-	WallS      float64  `json:"wall_s"`
-	UserS      float64  `json:"user_s"`
-	SysS       float64  `json:"sys_s"`
-	Done       float64  `json:"done"`
-	Unit       string   `json:"unit"`
-	Throughput float64  `json:"throughput"`
-	Result     string   `json:"result,omitempty"`
-	Failures   int64    `json:"failures,omitempty"`
-	Latency    *Latency `json:"latency_ms,omitempty"`
-	Ops        float64  `json:"ops,omitempty"`
-	IOPS       float64  `json:"iops,omitempty"`
-}
-
-// Line is either kind of line; Final tells which.
-type Line struct {
-	Progress
-	Final      bool    `json:"final"`
-	WallS      float64 `json:"wall_s"`
-	UserS      float64 `json:"user_s"`
-	SysS       float64 `json:"sys_s"`
-	Throughput float64 `json:"throughput"`
-	Result     string  `json:"result"`
-}
 
 // Main runs the workload named by args[0] and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -109,32 +64,15 @@ func (c *counter) add(units float64) { c.micro.Add(int64(math.Round(units * 1e6)
 func (c *counter) get() float64      { return float64(c.micro.Load()) / 1e6 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: workload md5|primes|spin|mem|http|load [flags]")
-	}
-	kind := args[0]
-	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
-	mb := fs.Int("mb", 64, "MiB to hash (md5) or to allocate (mem)")
-	threads := fs.Int("threads", 1, "worker threads (primes, spin)")
-	events := fs.Int("events", 10000, "events to run (primes)")
-	maxPrime := fs.Int("max-prime", 10000, "upper bound of each event's prime search (primes)")
-	seconds := fs.Float64("seconds", 10, "how long to spin (spin) or to hold memory (mem)")
-	rate := fs.Float64("rate", 0, "MiB per second to allocate; 0 is as fast as it can (mem)")
-	workUS := fs.Int("work-us", 1000, "CPU work per request, in microseconds of this machine (http)")
-	allocKB := fs.Int("alloc-kb", 0, "KiB to allocate per request (http)")
-	gomaxprocs := fs.String("gomaxprocs", "auto", "auto, host or a number (http)")
-	port := fs.Int("port", ServicePort, "port to listen on (http)")
-	target := fs.String("target", "", "URL to send requests to (load)")
-	requests := fs.Int("requests", 0, "requests to send; 0 is until -seconds (load)")
-	concurrency := fs.Int("concurrency", 1, "requests in flight, closed loop like ab -c (load)")
-	rps := fs.Float64("rps", 0, "requests per second, open loop; 0 is closed loop (load)")
-	burst := fs.Int("burst", 1, "requests sent at once in the open loop (load)")
-	bs := fs.Int("bs", 1<<20, "block size in bytes (disk-write, disk-read)")
-	depth := fs.Int("depth", 1, "reads in flight (disk-read)")
-	dir := fs.String("dir", DataDir, "directory on the device to measure (disk-write, disk-read)")
-	if err := fs.Parse(args[1:]); err != nil {
+	cmd, err := wire.Parse(args)
+	if err != nil {
 		return err
 	}
+	cmd = cmd.WithDefaults()
+	kind := cmd.Kind
+	mb, threads, events, maxPrime, seconds, rate := &cmd.MB, &cmd.Threads, &cmd.Events, &cmd.MaxPrime, &cmd.Seconds, &cmd.RateMBps
+	workUS, allocKB, gomaxprocs, port, target := &cmd.WorkUS, &cmd.AllocKB, &cmd.GOMAXPROCS, &cmd.Port, &cmd.Target
+	requests, concurrency, rps, burst, bs, depth, dir := &cmd.Requests, &cmd.Concurrency, &cmd.RPS, &cmd.Burst, &cmd.BS, &cmd.Depth, &cmd.Dir
 
 	var work func(c *counter) (string, error)
 	var load *loadStats
@@ -215,7 +153,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			case now := <-t.C:
 				el := now.Sub(start).Seconds()
 				done := c.get()
-				p := Progress{T: el, Done: done, Unit: unit, Rate: (done - last) / (el - lastT)}
+				p := wire.Progress{T: el, Done: done, Unit: unit, Rate: (done - last) / (el - lastT)}
 				if rss {
 					p.RSSMB = residentMB()
 				}
@@ -243,7 +181,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	done := c.get()
-	sum := Summary{
+	sum := wire.Summary{
 		Final: true, Kind: kind, WallS: wall,
 		UserS: tv(ru.Utime) - tv(ru0.Utime), SysS: tv(ru.Stime) - tv(ru0.Stime),
 		Done: done, Unit: unit, Throughput: done / wall, Result: result,

@@ -11,18 +11,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
-func runLines(t *testing.T, args ...string) []Line {
+func runLines(t *testing.T, args ...string) []wire.Line {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := Main(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var lines []Line
+	var lines []wire.Line
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
-		var l Line
+		var l wire.Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -94,7 +96,7 @@ func TestHTTPAndLoad(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	served := make(chan []Line, 1)
+	served := make(chan []wire.Line, 1)
 	go func() { served <- runLines(t, "http", "-port", strconv.Itoa(port), "-work-us", "500", "-seconds", "3") }()
 	lines := runLines(t, "load", "-target", "http://127.0.0.1:"+strconv.Itoa(port)+"/", "-requests", "200", "-concurrency", "4")
 	s := lines[len(lines)-1]

@@ -1,4 +1,4 @@
-package runner_test
+package workshop_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 func openStore(t *testing.T, dir string) *store.Store {
@@ -24,20 +25,11 @@ func openStore(t *testing.T, dir string) *store.Store {
 	return st
 }
 
-func plan(t *testing.T, m *runner.Manager, specJSON string) (experiments.Spec, experiments.Plan) {
-	t.Helper()
-	spec, errs := experiments.Parse([]byte(specJSON))
-	if errs != nil {
-		t.Fatalf("parse: %v", errs)
-	}
-	p, errs := experiments.Validate(spec, m.Host().Experiments())
-	if errs != nil {
-		t.Fatalf("validate: %v", errs)
-	}
-	return spec, p
+func plan(t *testing.T, m *workshop.Manager, specJSON string) (experiments.Spec, experiments.Plan) {
+	return enginetest.Plan(t, m, specJSON)
 }
 
-func submit(t *testing.T, m *runner.Manager, participant, specJSON string) *runner.Run {
+func submit(t *testing.T, m *workshop.Manager, participant, specJSON string) *runner.Run {
 	t.Helper()
 	spec, p := plan(t, m, specJSON)
 	r, err := m.Submit(spec, p, participant)
@@ -45,6 +37,10 @@ func submit(t *testing.T, m *runner.Manager, participant, specJSON string) *runn
 		t.Fatalf("submit for %s: %v", participant, err)
 	}
 	return r
+}
+
+func waitDone(t *testing.T, r *runner.Run, within time.Duration) runner.RunView {
+	return enginetest.WaitDone(t, r, within)
 }
 
 func history(h *hub.Hub) [][]byte { return h.History() }
@@ -70,7 +66,7 @@ const shortRun = `{"name": "short", "duration": "30s",
 func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
-	m := enginetest.Manager(t, func(o *runner.Options) { o.Store = st })
+	m := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st })
 	r := submit(t, m, "ann", shortRun)
 	v := waitDone(t, r, time.Minute)
 	if v.State != runner.StateDone {
@@ -86,12 +82,12 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 
 	st2 := openStore(t, dir)
 	defer st2.Close()
-	m2 := enginetest.Manager(t, func(o *runner.Options) { o.Store = st2 })
-	r2, ok := m2.Get(r.ID())
+	m2 := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st2 })
+	feed, ok := m2.Feed(r.ID())
 	if !ok {
 		t.Fatal("the run is not in the store after a restart")
 	}
-	replayed := history(r2.Hub())
+	replayed := history(feed)
 	if len(replayed) != len(live) {
 		t.Fatalf("replay has %d messages, the live stream had %d", len(replayed), len(live))
 	}
@@ -101,7 +97,8 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 		}
 	}
 	a, _ := json.Marshal(v)
-	b, _ := json.Marshal(r2.View())
+	v2, _ := m2.View(r.ID())
+	b, _ := json.Marshal(v2)
 	if !bytes.Equal(a, b) {
 		t.Errorf("view differs after restart:\nbefore %s\nafter  %s", a, b)
 	}
@@ -109,7 +106,7 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 	if len(list) != 1 || list[0].ID != r.ID() || list[0].State != runner.StateDone {
 		t.Errorf("history after restart: %+v", list)
 	}
-	if s := runner.Summary(list[0]); !strings.Contains(s, "a: ") {
+	if s := workshop.Summary(list[0]); !strings.Contains(s, "a: ") {
 		t.Errorf("summary %q names no lane", s)
 	}
 }
@@ -119,7 +116,7 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 func TestExportThenImportKeepsEverything(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
-	m := enginetest.Manager(t, func(o *runner.Options) { o.Store = st })
+	m := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st })
 	r := submit(t, m, "ann", shortRun)
 	waitDone(t, r, time.Minute)
 	e, err := m.Export(r.ID())
@@ -127,7 +124,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	file, _ := json.Marshal(e)
-	var back runner.Export
+	var back workshop.Export
 	if err := json.Unmarshal(file, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +132,12 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imp, ok := m.Get(id)
+	got, ok := m.View(id)
+	impFeed, _ := m.Feed(id)
 	if !ok || id == r.ID() {
 		t.Fatalf("imported run %q not found, or same id as the original", id)
 	}
-	want, got := r.View(), imp.View()
+	want := r.View()
 	if !got.Imported {
 		t.Error("the imported run is not marked imported")
 	}
@@ -149,7 +147,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("imported view differs:\nexported %s\nimported %s", a, b)
 	}
-	if n, k := samplesIn(history(r.Hub())), samplesIn(history(imp.Hub())); n != k || n == 0 {
+	if n, k := samplesIn(history(r.Hub())), samplesIn(history(impFeed)); n != k || n == 0 {
 		t.Errorf("samples: %d exported, %d imported", n, k)
 	}
 
@@ -170,7 +168,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 func TestQueueServesTwoParticipantsAlternately(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
-	m := enginetest.Manager(t, func(o *runner.Options) { o.Store = st; o.MaxRunning = 1 })
+	m := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st; o.MaxRunning = 1 })
 	one := `{"name": "%s", "duration": "20s", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.2"}}]}`
 	a1 := submit(t, m, "ann", strings.Replace(one, "%s", "ann 1", 1))
 	a2 := submit(t, m, "ann", strings.Replace(one, "%s", "ann 2", 1))
@@ -207,9 +205,9 @@ func TestQueueServesTwoParticipantsAlternately(t *testing.T) {
 // TestQueuedRunIsRefusedAfterTheLongestWait and a quota refusal starts
 // nothing.
 func TestQueueWaitAndQuotas(t *testing.T) {
-	m := enginetest.Manager(t, func(o *runner.Options) {
+	m := enginetest.Manager(t, func(o *workshop.Options) {
 		o.MaxRunning, o.MaxWait = 1, 2*time.Second
-		o.Quotas = &runner.Quotas{Participant: runner.Limits{Runs: 1}, Host: runner.Limits{CPUs: 1}}
+		o.Quotas = &workshop.Quotas{Participant: workshop.Limits{Runs: 1}, Host: workshop.Limits{CPUs: 1}}
 	})
 	long := submit(t, m, "ann", `{"name": "long", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 30}, "limits": {"cpus": "0.2"}}]}`)
 	waiting := submit(t, m, "bob", `{"name": "waits", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.2"}}]}`)
@@ -220,7 +218,7 @@ func TestQueueWaitAndQuotas(t *testing.T) {
 	// Ann already has a run: her second is refused by her limit.
 	spec, p := plan(t, m, `{"name": "second", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.1"}}]}`)
 	_, err := m.Submit(spec, p, "ann")
-	var q *runner.QuotaError
+	var q *workshop.QuotaError
 	if !errors.As(err, &q) || q.Scope != "participant" || q.Limit != "runs" || q.Over != 1 {
 		t.Errorf("a second run for ann: %v", err)
 	}
@@ -236,7 +234,7 @@ func TestQueueWaitAndQuotas(t *testing.T) {
 	if v.State != runner.StateRefused || !strings.Contains(v.Error, "waited 2s in the queue") {
 		t.Errorf("after the longest wait: %s, %q", v.State, v.Error)
 	}
-	if n := labelled(t, waiting.ID()); n != 0 {
+	if n := enginetest.Labelled(t, waiting.ID()); n != 0 {
 		t.Errorf("the refused run has %d containers", n)
 	}
 	if err := m.Stop(long.ID()); err != nil {

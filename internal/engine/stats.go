@@ -1,10 +1,10 @@
-package runner
+package engine
 
 import (
 	"strings"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/workload"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 	"github.com/moby/moby/api/types/container"
 )
 
@@ -60,8 +60,8 @@ type Sample struct {
 	PressureMs *float64 `json:"pressure_ms,omitempty"`
 	// A load lane's latency over its last reporting interval, and its
 	// failed requests so far.
-	LatencyMs *workload.Latency `json:"latency_ms,omitempty"`
-	Failures  int64             `json:"failures,omitempty"`
+	LatencyMs *wire.Latency `json:"latency_ms,omitempty"`
+	Failures  int64         `json:"failures,omitempty"`
 }
 
 // delta is b-a for counters that only grow; a counter that went backwards

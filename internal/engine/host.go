@@ -1,4 +1,4 @@
-package runner
+package engine
 
 import (
 	"context"
@@ -51,6 +51,34 @@ type HostInfo struct {
 	// local is true when the server sees the engine's host: its /dev and
 	// /sys.
 	local bool
+	// cgroupRoot is where the engine host's cgroup filesystem is visible.
+	cgroupRoot string
+}
+
+// CgroupV2 says whether the engine's host runs the unified hierarchy.
+func (h HostInfo) CgroupV2() bool { return h.CgroupVersion == "2" }
+
+// ReadsCgroups says whether the server reads the containers' cgroup files
+// itself rather than asking the engine for stats.
+func (h HostInfo) ReadsCgroups() bool { return h.StatsSource == StatsCgroup }
+
+// HasPressure says whether samples carry PSI (cgroup v2's cpu.pressure),
+// which only the cgroup files give.
+func (h HostInfo) HasPressure() bool { return h.CgroupV2() && h.ReadsCgroups() }
+
+// ModelHost is what the CPU allotment model needs of the host.
+func (h HostInfo) ModelHost() experiments.ModelHost {
+	return experiments.ModelHost{NCPU: h.NCPU, CgroupV2: h.CgroupV2()}
+}
+
+// SharesNote explains, on cgroup v2, how the engine turns --cpu-shares into
+// cpu.weight; empty on v1, where shares are written as they are.
+func (h HostInfo) SharesNote() string {
+	if !h.CgroupV2() {
+		return ""
+	}
+	return "This host runs cgroup v2: the engine converts --cpu-shares to cpu.weight " +
+		"(1 + (shares-2)×9999/262142, so 512 : 1024 : 2048 become 20 : 39 : 79), and the model uses the converted weights."
 }
 
 // Experiments is the part of HostInfo that validation needs.
@@ -73,11 +101,11 @@ func (h HostInfo) Experiments() experiments.Host {
 func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, error) {
 	info, err := eng.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return HostInfo{}, fmt.Errorf("runner: engine info: %w", err)
+		return HostInfo{}, fmt.Errorf("engine: engine info: %w", err)
 	}
 	ver, err := eng.ServerVersion(ctx, client.ServerVersionOptions{})
 	if err != nil {
-		return HostInfo{}, fmt.Errorf("runner: engine version: %w", err)
+		return HostInfo{}, fmt.Errorf("engine: engine version: %w", err)
 	}
 	i := info.Info
 	h := HostInfo{
@@ -141,7 +169,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.IOThrottleSupported.Reason = "the engine reports no blkio throttle support"
 	}
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
-	h.local = local
+	h.local, h.cgroupRoot = local, cgroupRoot
 	if local {
 		if dev, err := diskUnder(i.DockerRootDir); err == nil {
 			h.DataRootDevice = dev
@@ -160,16 +188,16 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
 	switch {
 	case local && visible:
-		h.StatsSource = "cgroup"
+		h.StatsSource = StatsCgroup
 		h.StatsNote = "read from the containers' cgroup files under " + cgroupRoot
 	case !local:
-		h.StatsSource = "engine"
+		h.StatsSource = StatsEngine
 		h.StatsNote = "the engine at " + eng.DaemonHost() + " is remote: stats come from its stats endpoint, once a second"
 	default:
-		h.StatsSource = "engine"
+		h.StatsSource = StatsEngine
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
-	if h.StatsSource == "engine" && h.CgroupVersion == "2" {
+	if !h.ReadsCgroups() && h.CgroupV2() {
 		// The engine's stats on cgroup v2 carry IO bytes but no operation
 		// counts.
 		h.StatsNote += "; on cgroup v2 the engine reports no IO operation counts, so IOPS charts stay empty"

@@ -1,8 +1,9 @@
-// Package runner is everything Limit Lab does with Docker: it builds the
-// workload image, turns a validated plan into hardened, labelled containers,
-// samples their cgroups, and removes them when a run ends. It knows nothing
-// of HTML or HTTP.
-package runner
+// Package engine is everything Limit Lab does with the Docker Engine and the
+// kernel's cgroup files: the trimmed Engine API it calls, the workload image,
+// hardened container configs built from validated fields, host probing and
+// its capabilities, cgroup v1/v2 readers, the engine's stats and its event
+// stream. It knows nothing of runs, queues or HTML.
+package engine
 
 import (
 	"context"
@@ -11,10 +12,10 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Engine is the part of the Docker Engine API the runner uses. The moby
-// client satisfies it; the runner's tests use the real engine.
+// Engine is the part of the Docker Engine API Limit Lab calls. The moby
+// client satisfies it; tests of scheduling logic use a small fake, and
+// everything that touches containers is tested on the real engine.
 type Engine interface {
-	Ping(ctx context.Context, opts client.PingOptions) (client.PingResult, error)
 	Info(ctx context.Context, opts client.InfoOptions) (client.SystemInfoResult, error)
 	ServerVersion(ctx context.Context, opts client.ServerVersionOptions) (client.ServerVersionResult, error)
 	ClientVersion() string
@@ -37,12 +38,11 @@ type Engine interface {
 
 	VolumeCreate(ctx context.Context, opts client.VolumeCreateOptions) (client.VolumeCreateResult, error)
 	VolumeRemove(ctx context.Context, id string, opts client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
-	VolumeList(ctx context.Context, opts client.VolumeListOptions) (client.VolumeListResult, error)
 }
 
-// NewEngine connects to the engine named by DOCKER_HOST, DOCKER_API_VERSION,
+// NewClient connects to the engine named by DOCKER_HOST, DOCKER_API_VERSION,
 // DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, as the docker CLI does, and
 // negotiates the API version on first use (Docker 20.10 speaks 1.41).
-func NewEngine() (*client.Client, error) {
+func NewClient() (*client.Client, error) {
 	return client.New(client.FromEnv)
 }

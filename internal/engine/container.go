@@ -1,4 +1,4 @@
-package runner
+package engine
 
 import (
 	"context"
@@ -13,22 +13,22 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// workloadUser is nobody: the workload needs no identity.
-const workloadUser = "65534:65534"
+// WorkloadUser is nobody: the workload needs no identity.
+const WorkloadUser = "65534:65534"
 
-// createOptions builds a lane's container from validated fields only;
+// CreateOptions builds a lane's container from validated fields only;
 // nothing a client sent passes through. Every container is labelled with
 // its run, unprivileged, without capabilities, on a read-only root with a
 // small tmpfs, and has a pids limit. It has no network: only loopback. A
 // load lane joins the network namespace of the http lane it loads
 // (targetID), the run's private network, which has no address anything
 // outside the run could reach and goes when the service goes.
-func createOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
+func CreateOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
 	var mounts []mount.Mount
 	if l.Workload.Disk() {
 		// A volume of the lane's own: a real filesystem on a block device
 		// (the root stays read-only; tmpfs is not a block device).
-		mounts = []mount.Mount{{Type: mount.TypeVolume, Source: containerName(runID, lane), Target: "/data"}}
+		mounts = []mount.Mount{{Type: mount.TypeVolume, Source: ContainerName(runID, lane), Target: "/data"}}
 	}
 	r := l.Resources
 	if r.PidsLimit <= 0 {
@@ -39,11 +39,11 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image, tar
 		mode = container.NetworkMode("container:" + targetID)
 	}
 	return client.ContainerCreateOptions{
-		Name: containerName(runID, lane),
+		Name: ContainerName(runID, lane),
 		Config: &container.Config{
 			Image: image,
 			Cmd:   l.Workload.Args(),
-			User:  workloadUser,
+			User:  WorkloadUser,
 			Labels: map[string]string{
 				LabelRun:  runID,
 				LabelLane: strconv.Itoa(lane),
@@ -58,14 +58,14 @@ func createOptions(runID string, lane int, l experiments.PlannedLane, image, tar
 			Mounts:         mounts,
 			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
 			LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "1"}},
-			Resources:      engineResources(r),
+			Resources:      Resources(r),
 		},
 	}
 }
 
-// engineResources is the Engine API's form of a lane's limits; zero fields
+// Resources is the Engine API's form of a lane's limits; zero fields
 // are unset (and, in an update, unchanged).
-func engineResources(r experiments.Resources) container.Resources {
+func Resources(r experiments.Resources) container.Resources {
 	out := container.Resources{
 		NanoCPUs:          r.NanoCPUs,
 		CPUShares:         r.CPUShares,
@@ -96,11 +96,11 @@ func engineResources(r experiments.Resources) container.Resources {
 	return out
 }
 
-func containerName(runID string, lane int) string { return fmt.Sprintf("limitlab-%s-%d", runID, lane) }
+func ContainerName(runID string, lane int) string { return fmt.Sprintf("limitlab-%s-%d", runID, lane) }
 
-// appliedResources reads back the limits the engine applied, as inspect
+// Applied reads back the limits the engine applied, as inspect
 // reports them: these, not the request, are what the user is shown.
-func appliedResources(r container.Resources) experiments.Resources {
+func Applied(r container.Resources) experiments.Resources {
 	out := experiments.Resources{
 		NanoCPUs:          r.NanoCPUs,
 		CPUShares:         r.CPUShares,
@@ -143,7 +143,7 @@ func Reap(ctx context.Context, eng Engine, runID string, log *slog.Logger) (int,
 		Filters: make(client.Filters).Add("label", label),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("runner: list labelled containers: %w", err)
+		return 0, fmt.Errorf("engine: list labelled containers: %w", err)
 	}
 	n := 0
 	for _, c := range list.Items {

@@ -1,4 +1,4 @@
-package runner_test
+package engine_test
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -18,10 +19,10 @@ import (
 // benchContainer starts a workload container that holds a little memory
 // for the sampler benchmarks and removes it afterwards.
 func benchContainer(b *testing.B) (string, int) {
-	eng, image, _ := engine(b)
+	eng, image, _ := enginetest.Engine(b)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Workload: experiments.Workload{Kind: "mem", MB: 8, Seconds: 600}}
-	res, err := eng.ContainerCreate(ctx, runner.CreateOptions("bench", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("bench", 0, plan, image, ""))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func reportEngineCPU(b *testing.B, before int64) {
 // files: the server's own cost (ns/op), and the engine's (none).
 func BenchmarkSampleCgroupFiles(b *testing.B) {
 	id, pid := benchContainer(b)
-	r, err := runner.FindCgroup("/sys/fs/cgroup", id, pid)
+	r, err := engine.FindCgroup("/sys/fs/cgroup", id, pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func BenchmarkSampleCgroupFiles(b *testing.B) {
 // answers it at its collector's next one-second tick, so ns/op is mostly
 // waiting; engine-cpu-ms/op is what it costs the host being measured.
 func BenchmarkSampleEngineOneShot(b *testing.B) {
-	eng, _, _ := engine(b)
+	eng, _, _ := enginetest.Engine(b)
 	id, _ := benchContainer(b)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package runner
+package engine
 
 import (
 	"bufio"
@@ -72,7 +72,7 @@ func FindCgroup(root, id string, pid int) (*CgroupReader, error) {
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("runner: no cgroup of container %.12s under %s", id, root)
+	return nil, fmt.Errorf("engine: no cgroup of container %.12s under %s", id, root)
 }
 
 // procCgroupPath reads the cgroup path of a process from /proc/<pid>/cgroup:

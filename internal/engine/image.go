@@ -1,4 +1,4 @@
-package runner
+package engine
 
 import (
 	"archive/tar"
@@ -30,19 +30,16 @@ const (
 	LabelLane = "io.limitlab.lane"
 )
 
-// WorkloadEntrypoint is how the image starts the workload program.
-var WorkloadEntrypoint = []string{"/limitlab", "workload"}
-
 // EnsureImage makes sure the workload image for the static binary at
 // binPath exists on the engine, building it FROM scratch if not. Nothing is
 // pulled: no registry is needed. It returns the image reference.
 func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logger) (string, error) {
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
-		return "", fmt.Errorf("runner: read workload binary: %w", err)
+		return "", fmt.Errorf("engine: read workload binary: %w", err)
 	}
 	if err := checkStatic(bin); err != nil {
-		return "", fmt.Errorf("runner: %s cannot run in a FROM scratch image: %w (build it with CGO_ENABLED=0)", binPath, err)
+		return "", fmt.Errorf("engine: %s cannot run in a FROM scratch image: %w (build it with CGO_ENABLED=0)", binPath, err)
 	}
 	sum := sha256.Sum256(bin)
 	ref := ImageRepo + ":" + hex.EncodeToString(sum[:])[:16]
@@ -50,7 +47,7 @@ func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logg
 		log.Info("workload image present", slog.String("image", ref))
 		return ref, nil
 	} else if !cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("runner: inspect image %s: %w", ref, err)
+		return "", fmt.Errorf("engine: inspect image %s: %w", ref, err)
 	}
 	log.Info("building workload image", slog.String("image", ref), slog.Int("binary_bytes", len(bin)))
 	buildCtx, err := buildContext(bin)
@@ -64,11 +61,11 @@ func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logg
 		Labels:      map[string]string{"io.limitlab.image": "workload"},
 	})
 	if err != nil {
-		return "", fmt.Errorf("runner: build workload image: %w", err)
+		return "", fmt.Errorf("engine: build workload image: %w", err)
 	}
 	defer res.Body.Close()
 	if err := followBuild(res.Body, log); err != nil {
-		return "", fmt.Errorf("runner: build workload image: %w", err)
+		return "", fmt.Errorf("engine: build workload image: %w", err)
 	}
 	log.Info("workload image built", slog.String("image", ref))
 	return ref, nil

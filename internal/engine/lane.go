@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/client"
+)
+
+// Created is a lane's container as the engine made it: its id, the limits
+// it applied (read back by inspect, never inferred from the request) and
+// the warnings it gave.
+type Created struct {
+	ID       string
+	Applied  experiments.Resources
+	Warnings []string
+}
+
+// CreateLane creates lane i's container (and, for a disk workload, its
+// volume) and reads back what the engine applied. A failure names what the
+// engine refused, in its words. On an error after the container was made,
+// the returned Created still carries its id, so that it can be removed.
+func CreateLane(ctx context.Context, eng Engine, runID string, i int, l experiments.PlannedLane, image, targetID string) (Created, error) {
+	if l.Workload.Disk() {
+		if _, err := eng.VolumeCreate(ctx, client.VolumeCreateOptions{
+			Name: ContainerName(runID, i), Labels: map[string]string{LabelRun: runID, LabelLane: strconv.Itoa(i)},
+		}); err != nil {
+			return Created{}, fmt.Errorf("engine: create volume: %w", err)
+		}
+	}
+	res, err := eng.ContainerCreate(ctx, CreateOptions(runID, i, l, image, targetID))
+	if err != nil {
+		return Created{}, fmt.Errorf("engine: %w", err)
+	}
+	c := Created{ID: res.ID, Warnings: res.Warnings}
+	ins, err := eng.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return c, fmt.Errorf("engine: inspect: %w", err)
+	}
+	c.Applied = Applied(ins.Container.HostConfig.Resources)
+	return c, nil
+}
+
+// RemoveRun removes a run's containers by id, then any the engine finished
+// creating after the run gave up on them (found by the run's label), then
+// the volumes of its disk lanes. It logs what it could not remove.
+func RemoveRun(ctx context.Context, eng Engine, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger) {
+	for _, id := range ids {
+		if _, err := eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			log.Warn("remove container", slog.String("id", id[:min(12, len(id))]), slog.Any("err", err))
+		}
+	}
+	if _, err := Reap(ctx, eng, runID, log); err != nil {
+		log.Warn("reap", slog.Any("err", err))
+	}
+	for i, l := range lanes {
+		if l.Workload.Disk() {
+			if _, err := eng.VolumeRemove(ctx, ContainerName(runID, i), client.VolumeRemoveOptions{Force: true}); err != nil {
+				log.Warn("remove volume", slog.String("name", ContainerName(runID, i)), slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// Signal sends sig to a container, giving the engine 10 s; a container
+// that has already exited is no error worth more than a debug line.
+func Signal(eng Engine, id, sig string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: sig}); err != nil {
+		log.Debug("signal container", slog.String("id", id[:min(12, len(id))]), slog.String("signal", sig), slog.Any("err", err))
+	}
+}

@@ -1,7 +1,0 @@
-package runner
-
-// Exported for the external tests.
-var (
-	CreateOptions = createOptions
-	WorkloadUser  = workloadUser
-)

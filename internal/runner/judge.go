@@ -1,0 +1,157 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+)
+
+// phasesLocked gives each lane its throughput and IOPS in every phase it
+// ran in: the mean of its samples wholly inside the phase. A phase is
+// measured as it really happened, since the engine may take seconds to
+// start or stop containers on a busy host: from half a second after the
+// last start or stop at its opening bound, to the first at its closing one
+// or a second before the bound, when the next lanes are asked to start.
+func (r *Run) phasesLocked() {
+	bounds := r.bounds
+	if bounds == nil {
+		return
+	}
+	end := time.Since(r.st.start).Seconds()
+	// first and last are when the lanes that start or stop at bound b
+	// really did.
+	first, last := make([]float64, len(bounds)), make([]float64, len(bounds))
+	for k, b := range bounds {
+		first[k], last[k] = math.Inf(1), b
+		for i, pl := range r.plan.Lanes {
+			l := r.st.lanes[i]
+			var at float64
+			switch {
+			case pl.StartAt.Seconds() == b && l.startedAt > 0:
+				at = l.startedAt
+			case pl.StopAt.Seconds() == b && l.endedAt > 0:
+				at = l.endedAt
+			default:
+				continue
+			}
+			first[k], last[k] = min(first[k], at), max(last[k], at)
+		}
+		if math.IsInf(first[k], 1) {
+			first[k] = b
+		}
+	}
+	for _, l := range r.st.lanes {
+		var phases []Phase
+		for k := 0; k <= len(bounds); k++ {
+			from, to := 0.0, end
+			if k > 0 {
+				from = last[k-1] + 0.5
+			}
+			if k < len(bounds) {
+				to = min(first[k], bounds[k]-1)
+			}
+			var thr, iops, n float64
+			for _, s := range l.phased {
+				if s.T-s.DT >= from && s.T <= to {
+					thr, iops, n = thr+s.Throughput, iops+s.IOPS, n+1
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			phases = append(phases, Phase{
+				Name:        fmt.Sprintf("phase %d", k+1),
+				FromSeconds: from, ToSeconds: to, Throughput: thr / n, IOPS: iops / n,
+			})
+		}
+		l.phases = phases
+	}
+}
+
+// expect recomputes every running lane's expected cores and publishes the
+// run: the prediction follows the run from each change on.
+func (r *Run) expect() {
+	h := r.env.Host.ModelHost()
+	r.update(func(s *runState) {
+		var running []*laneState
+		var demands []experiments.CPUDemand
+		for i, l := range s.lanes {
+			l.expected = nil
+			if l.state == LaneRunning && l.applied != nil {
+				running = append(running, l)
+				demands = append(demands, experiments.DemandOn(r.plan.Lanes[i].Workload, *l.applied, h))
+			}
+		}
+		for k, c := range experiments.Allot(demands, h.NCPU) {
+			running[k].expected = &c
+		}
+		for i, l := range s.lanes {
+			if r.plan.Lanes[i].Workload.Kind == experiments.KindMem {
+				l.expected = nil
+			}
+		}
+	})
+}
+
+// judgeLocked puts the model's prediction beside each lane's measurement
+// and, for a run that is done, gives the verdict.
+func (r *Run) judgeLocked() {
+	lanes := r.st.lanes
+	out := make([]experiments.LaneOutcome, len(lanes))
+	for i, l := range lanes {
+		out[i] = experiments.LaneOutcome{Start: l.startedAt, Wall: l.wall, CPUSeconds: l.user + l.sys,
+			Completed: l.completed, Applied: l.atStart}
+	}
+	if r.plan.Mode == experiments.Parallel {
+		// The window in which every lane was running.
+		from, to := 0.0, math.Inf(1)
+		for _, l := range lanes {
+			from, to = max(from, l.startedAt), min(to, l.endedAt)
+		}
+		for i := range out {
+			out[i].WindowCores = experiments.WindowMean(lanes[i].samples, from, to)
+		}
+	}
+	var changes []experiments.Change
+	for _, c := range r.st.changes {
+		changes = append(changes, experiments.Change{At: c.AtSeconds, Lane: c.Lane, Applied: c.Applied})
+	}
+	host := r.env.Host.ModelHost()
+	pred := experiments.Predict(r.plan, host, out, changes)
+	for i, p := range pred.Lanes {
+		if p.OK {
+			cores, wall := p.Cores, p.Wall
+			lanes[i].predictedCores, lanes[i].predictedWall = &cores, &wall
+		}
+	}
+	spec := r.plan.Verdict
+	if spec == nil {
+		spec = experiments.DefaultVerdict(r.plan)
+	}
+	if spec == nil || r.st.state != StateDone {
+		return
+	}
+	var v experiments.Verdict
+	switch spec.Metric {
+	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery:
+		io := make([]experiments.IOOutcome, len(lanes))
+		for i, l := range lanes {
+			io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
+			for _, p := range l.phases {
+				// A disk lane's phases compare IOPS, any other its own
+				// throughput.
+				rate := p.Throughput
+				if r.plan.Lanes[i].Workload.Disk() {
+					rate = p.IOPS
+				}
+				io[i].PhaseRates = append(io[i].PhaseRates, rate)
+			}
+		}
+		v = experiments.JudgeIO(*spec, r.plan, io, r.env.Host.Queue)
+	default:
+		v = experiments.Judge(*spec, r.plan, pred, out)
+	}
+	r.st.verdict = &v
+}

@@ -1,0 +1,243 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// runLane starts lane i, follows it until it exits (killing it at the run's
+// duration or when the run is stopped) and records its results.
+func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
+	eng := r.env.Engine
+	r.mu.Lock()
+	ls := r.st.lanes[i]
+	id, start := ls.id, r.st.start
+	r.mu.Unlock()
+	pl := r.plan.Lanes[i]
+	// Waiting must outlive ctx: after a stop the lane is killed and its
+	// exit still has to be collected.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
+	defer wcancel()
+	wait := eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	if !r.awaitStartAt(ctx, i, start) {
+		r.setLane(i, func(l *laneState) { l.state = LaneSkipped })
+		return
+	}
+	if t := pl.Target; t >= 0 {
+		// A load lane joins its service's network namespace, which exists
+		// only while the service runs.
+		if err := r.awaitRunning(ctx, t); err != nil {
+			r.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
+			return
+		}
+	}
+	asked := time.Now()
+	if _, err := eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		r.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "engine: start: "+err.Error() })
+		return
+	}
+	r.env.startLatency.Store(int64(time.Since(asked)))
+	started := time.Since(start).Seconds()
+	pid := 0
+	if ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
+		pid = ins.Container.State.Pid
+	}
+	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
+	first, ferr := rd.Read()
+	r.setLane(i, func(l *laneState) {
+		l.reader, l.every, l.source = rd, every, source
+		if ferr == nil {
+			l.prev, l.hasPrev, l.lastRead = first, true, first.At
+		}
+		l.state, l.startedAt = LaneRunning, started
+	})
+	r.expect()
+
+	lctx, lcancel := context.WithCancel(wctx)
+	defer lcancel()
+	stderrc := make(chan []byte, 1)
+	// The log follower lives until the container's output ends (it
+	// exits), or until lcancel; it hands back what the lane wrote to
+	// stderr only when it has stopped writing it.
+	go func() { stderrc <- r.followLogs(lctx, ls, id) }()
+
+	exit, waitErr, timedOut, stopped := r.awaitExit(ctx, i, id, start, wait, log)
+	var stderr []byte
+	select {
+	case stderr = <-stderrc:
+	case <-time.After(5 * time.Second):
+		lcancel()
+		stderr = <-stderrc
+	}
+	ended := time.Since(start).Seconds()
+
+	ins, ierr := eng.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
+	r.mu.Lock()
+	l := r.st.lanes[i]
+	l.state, l.endedAt, l.timedOut = LaneExited, ended, timedOut
+	code := int(exit.StatusCode)
+	if waitErr == nil {
+		l.exitCode = &code
+	} else {
+		l.err = "engine: wait: " + waitErr.Error()
+	}
+	if ierr == nil && ins.Container.State != nil {
+		st := ins.Container.State
+		l.oomKilled = l.oomKilled || st.OOMKilled
+		if l.exitCode == nil {
+			c := st.ExitCode
+			l.exitCode = &c
+		}
+		if s, f := parseTime(st.StartedAt), parseTime(st.FinishedAt); !s.IsZero() && f.After(s) {
+			l.wall = f.Sub(s).Seconds()
+		}
+	}
+	l.totals = l.prev
+	l.user, l.sys = float64(l.prev.UserNs)/1e9, float64(l.prev.SysNs)/1e9
+	l.completed = l.summary != nil && l.exitCode != nil && *l.exitCode == 0 && !timedOut && !stopped
+	if s := l.summary; s != nil {
+		// The workload's own account is exact; the container's times
+		// include the runtime's start-up.
+		l.wall, l.user, l.sys = s.WallS, s.UserS, s.SysS
+		l.throughput, l.iops = s.Throughput, s.IOPS
+	} else if l.wall > 0 {
+		l.throughput = l.done / l.wall
+	}
+	if l.exitCode != nil && *l.exitCode != 0 && !timedOut && !stopped && !l.oomKilled && len(stderr) > 0 {
+		l.err = string(stderr)
+	}
+	l.reader = nil
+	r.mu.Unlock()
+	r.expect()
+}
+
+// awaitStartAt waits for lane i's phase to begin, if it begins later in
+// the run, and says whether it should start (false: the run was stopped).
+// Starting a container takes the engine a few hundred milliseconds, so it
+// asks that much earlier: the latest start's latency, at most a second,
+// read a second before the offset so that this run's own starts count.
+func (r *Run) awaitStartAt(ctx context.Context, i int, start time.Time) bool {
+	d := r.plan.Lanes[i].StartAt
+	if d <= 0 {
+		return true
+	}
+	for _, early := range []bool{true, false} {
+		lead := min(r.env.latency(), time.Second)
+		if early {
+			lead = 2 * time.Second
+		}
+		t := time.NewTimer(time.Until(start.Add(d - lead)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	return true
+}
+
+// awaitExit follows a started lane until its container exits: it kills it
+// at the run's duration or when the run is stopped, and asks it to stop at
+// the end of its phase.
+func (r *Run) awaitExit(ctx context.Context, i int, id string, start time.Time, wait client.ContainerWaitResult,
+	log *slog.Logger) (exit container.WaitResponse, waitErr error, timedOut, stopped bool) {
+	// A sequential lane has the run's duration to itself; a parallel one
+	// ends with the run.
+	limit := r.plan.Duration
+	if r.plan.Mode == experiments.Parallel {
+		limit = time.Until(start.Add(r.plan.Duration))
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	var stopAt, grace <-chan time.Time
+	if d := r.plan.Lanes[i].StopAt; d > 0 {
+		t := time.NewTimer(time.Until(start.Add(d)))
+		defer t.Stop()
+		stopAt = t.C
+	}
+	eng := r.env.Engine
+	stop := ctx.Done()
+	for {
+		select {
+		case exit = <-wait.Result:
+			return exit, nil, timedOut, stopped
+		case waitErr = <-wait.Error:
+			return exit, waitErr, timedOut, stopped
+		case <-timer.C:
+			timedOut = true
+			engine.Signal(eng, id, "KILL", log)
+		case <-stopAt:
+			// The end of the lane's phase: asked to stop, the workload
+			// prints its summary and exits; it gets a few seconds.
+			stopAt, grace = nil, time.After(5*time.Second)
+			engine.Signal(eng, id, "TERM", log)
+		case <-grace:
+			grace = nil
+			engine.Signal(eng, id, "KILL", log)
+		case <-stop:
+			stopped, stop = true, nil // keep waiting for the exit
+			engine.Signal(eng, id, "KILL", log)
+		}
+	}
+}
+
+// awaitRunning waits until lane t runs, failing if it ends first.
+func (r *Run) awaitRunning(ctx context.Context, t int) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		st := r.st.lanes[t].state
+		r.mu.Unlock()
+		switch {
+		case st == LaneRunning:
+			return nil
+		case st.Over():
+			return fmt.Errorf("its service lane %q is not running", r.plan.Lanes[t].Name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// stopIdleService stops the http lane that load lane i targeted once every
+// lane loading it has ended: SIGTERM, on which the service prints its
+// summary and exits cleanly.
+func (r *Run) stopIdleService(i int, log *slog.Logger) {
+	t := r.plan.TargetOf(i)
+	if t < 0 {
+		return
+	}
+	r.mu.Lock()
+	for j := range r.plan.Lanes {
+		if r.plan.TargetOf(j) == t && !r.st.lanes[j].state.Over() {
+			r.mu.Unlock()
+			return
+		}
+	}
+	id, running := r.st.lanes[t].id, r.st.lanes[t].state == LaneRunning
+	r.mu.Unlock()
+	if running {
+		engine.Signal(r.env.Engine, id, "TERM", log)
+	}
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() < 2000 {
+		return time.Time{}
+	}
+	return t
+}

@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/limitlab/limitlab/internal/workload/wire"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// maxStderr is how much of a lane's stderr is kept, to say why it failed.
+const maxStderr = 4096
+
+// followLogs reads the workload's JSON lines from the container's log and
+// keeps its latest progress and final summary on the lane, until the
+// output ends or ctx does. It returns the start of what the workload wrote
+// to stderr, once nothing writes to it any more.
+func (r *Run) followLogs(ctx context.Context, l *laneState, id string) []byte {
+	logs, err := r.env.Engine.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		return nil
+	}
+	var stderr bytes.Buffer
+	pr, pw := io.Pipe()
+	copied := make(chan struct{})
+	// The demultiplexer lives until the log stream ends or is closed
+	// below; only it writes stderr.
+	go func() {
+		defer close(copied)
+		_, err := stdcopy.StdCopy(pw, &limitedWriter{buf: &stderr, max: maxStderr}, logs)
+		pw.CloseWithError(err)
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		// A fresh value each line: Unmarshal keeps fields a line lacks.
+		var line wire.Line
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if line.Final {
+			l.summary, l.done = &line, line.Done
+		} else {
+			l.rate, l.done, l.reported = line.Rate, line.Done, true
+			l.latency, l.failures, l.liveIOPS = line.Latency, line.Failures, line.IOPS
+		}
+		r.mu.Unlock()
+	}
+	_ = pr.Close()   // a demultiplexer still writing gets an error
+	_ = logs.Close() // one still reading stops
+	<-copied
+	return bytes.TrimSpace(stderr.Bytes())
+}
+
+// limitedWriter keeps the first max bytes written to it.
+type limitedWriter struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+)
+
+// sample reads every running lane each interval and publishes one batch.
+// It is the only reader of the lanes' counters, whatever the number of
+// viewers.
+func (r *Run) sample(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	type job struct {
+		i  int
+		rd engine.Reader
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var jobs []job
+			r.mu.Lock()
+			start := r.st.start
+			for i, l := range r.st.lanes {
+				if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
+					jobs = append(jobs, job{i, l.reader})
+				}
+			}
+			r.mu.Unlock()
+			// Read outside the lock. Cgroup files are read in turn, in
+			// well under a millisecond each; engine stats calls, which can
+			// take a second, all at once.
+			counters := make([]engine.Counters, len(jobs))
+			errs := make([]error, len(jobs))
+			var reads sync.WaitGroup
+			for k, j := range jobs {
+				if _, slow := j.rd.(*engine.EngineReader); !slow {
+					counters[k], errs[k] = j.rd.Read()
+					continue
+				}
+				reads.Add(1)
+				// Lives for one engine stats call (at most 5 s).
+				go func() {
+					defer reads.Done()
+					counters[k], errs[k] = j.rd.Read()
+				}()
+			}
+			reads.Wait()
+			var batch []engine.Sample
+			r.mu.Lock()
+			phased := r.bounds != nil
+			for k, j := range jobs {
+				l := r.st.lanes[j.i]
+				if errs[k] != nil || l.reader != j.rd {
+					continue // the lane ended meanwhile
+				}
+				c := counters[k]
+				if l.hasPrev {
+					s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)
+					s.Throughput, s.IOPS = l.rate, l.liveIOPS
+					if l.latency != nil {
+						s.LatencyMs, s.Failures = l.latency, l.failures
+						l.latency = nil // each interval's latency goes out once
+					}
+					batch = append(batch, s)
+					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
+					if phased && l.reported {
+						// Phase means count only samples after the
+						// workload's first report of its rate.
+						l.phased = append(l.phased, s)
+					}
+				}
+				l.prev, l.hasPrev, l.lastRead = c, true, c.At
+			}
+			r.mu.Unlock()
+			if len(batch) > 0 {
+				r.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
+			}
+		}
+	}
+}

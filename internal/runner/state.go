@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
+)
+
+// State of a run.
+type State string
+
+const (
+	StateQueued  State = "queued"
+	StateRunning State = "running"
+	StateDone    State = "done"
+	StateFailed  State = "failed"
+	StateStopped State = "stopped"
+	// StateRefused: the run waited in the queue as long as a run may,
+	// and never started.
+	StateRefused State = "refused"
+	// StateInterrupted: the server died while the run was queued or
+	// running; what was recorded until then is kept.
+	StateInterrupted State = "interrupted"
+)
+
+// Ended says whether a run in state s is over.
+func (s State) Ended() bool { return s != StateQueued && s != StateRunning }
+
+// LaneState is where a lane is in its life.
+type LaneState string
+
+const (
+	LanePending LaneState = "pending"
+	LaneRunning LaneState = "running"
+	LaneExited  LaneState = "exited"
+	LaneSkipped LaneState = "skipped"
+	// LaneInterrupted: the lane was pending or running when the server
+	// died.
+	LaneInterrupted LaneState = "interrupted"
+)
+
+// Over says whether a lane in state s will run no more.
+func (s LaneState) Over() bool { return s == LaneExited || s == LaneSkipped || s == LaneInterrupted }
+
+// runState is a run's live state, guarded by Run.mu. Views are built from
+// it when asked; nothing outside the package sees or changes it.
+type runState struct {
+	state     State
+	err       string
+	queuePos  int
+	createdAt time.Time
+	start     time.Time // when it left the queue; zero while queued
+	endedAt   time.Time
+	stopped   bool // asked to stop
+	lanes     []*laneState
+	changes   []ChangeRecord
+	events    []EventRecord
+	verdict   *experiments.Verdict
+}
+
+// laneState is one lane's live state: what it is, what the engine
+// applied, what it measured, and what the sampler and the log follower
+// keep between readings.
+type laneState struct {
+	state     LaneState
+	id        string // the container's full id, once created
+	applied   *experiments.Resources
+	atStart   experiments.Resources // what the engine applied at creation; applied follows live changes
+	dockerRun string
+	warnings  []string
+	source    string // where its counters come from
+	err       string
+
+	startedAt, endedAt float64 // seconds since the run started
+	wall, user, sys    float64
+	throughput, iops   float64
+	exitCode           *int
+	oomKilled          bool
+	timedOut           bool
+	completed          bool // ran to its end, for the model
+	totals             engine.Counters
+	summary            *wire.Line
+	expected           *float64
+	predictedCores     *float64
+	predictedWall      *float64
+	phases             []Phase
+
+	// The sampler's: the reader, how often it may be read, the last
+	// reading, and every sample's CPU for the model.
+	reader   engine.Reader
+	every    time.Duration
+	lastRead time.Time
+	prev     engine.Counters
+	hasPrev  bool
+	samples  []experiments.CoreSample
+	phased   []engine.Sample // every sample after the first report, when the run has phases
+
+	// The log follower's: the workload's last progress line.
+	rate     float64
+	reported bool
+	liveIOPS float64
+	latency  *wire.Latency // this interval's, sent once
+	failures int64
+	done     float64
+}

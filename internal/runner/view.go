@@ -1,0 +1,219 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
+)
+
+// LaneResult is a lane as the API and the results table show it.
+type LaneResult struct {
+	Index     int                   `json:"index"`
+	Name      string                `json:"name"`
+	Workload  experiments.Workload  `json:"workload"`
+	Unit      string                `json:"unit"`
+	State     LaneState             `json:"state"`
+	Container string                `json:"container,omitempty"`
+	Requested experiments.Resources `json:"requested"`
+	// Applied is read back from the engine after the container is created,
+	// and again after each live change.
+	Applied   *experiments.Resources `json:"applied,omitempty"`
+	CPULimit  float64                `json:"cpu_limit"`
+	DockerRun string                 `json:"docker_run,omitempty"`
+	Warnings  []string               `json:"warnings,omitempty"`
+	// Modelled says whether the CPU model predicts this lane's workload.
+	Modelled bool `json:"modelled"`
+	// StartedAt and EndedAt are seconds since the run started.
+	StartedAt   float64 `json:"started_at"`
+	EndedAt     float64 `json:"ended_at"`
+	WallSeconds float64 `json:"wall_seconds"`
+	UserSeconds float64 `json:"user_seconds"`
+	SysSeconds  float64 `json:"sys_seconds"`
+	Throughput  float64 `json:"throughput"`
+	Ratio       float64 `json:"ratio"` // wall time over the first lane's
+	// The model's prediction, where it applies, and the measured mean.
+	PredictedCores       *float64 `json:"predicted_cores"`
+	PredictedWallSeconds *float64 `json:"predicted_wall_seconds"`
+	MeasuredCores        float64  `json:"measured_cores"`
+	// ExpectedCores is the model's allotment for the lane now, from the
+	// lanes running and their current limits; it moves as lanes start,
+	// end or change.
+	ExpectedCores    *float64 `json:"expected_cores"`
+	ExitCode         *int     `json:"exit_code"`
+	OOMKilled        bool     `json:"oom_killed"`
+	TimedOut         bool     `json:"timed_out"`
+	Periods          uint64   `json:"periods"`
+	ThrottledPeriods uint64   `json:"throttled_periods"`
+	ThrottledSeconds float64  `json:"throttled_seconds"`
+	StatsSource      string   `json:"stats_source,omitempty"`
+	// A load lane's totals, like ab's: requests = successes + failures.
+	Requests  int64         `json:"requests,omitempty"`
+	Failures  int64         `json:"failures,omitempty"`
+	RPS       float64       `json:"rps,omitempty"`
+	LatencyMs *wire.Latency `json:"latency_ms,omitempty"`
+	Result    string        `json:"result,omitempty"`
+	// IOPS is a disk workload's operations per second over its run.
+	IOPS float64 `json:"iops,omitempty"`
+	// Phases are the lane's throughput and IOPS between the run's phase
+	// bounds, while it ran.
+	Phases []Phase `json:"phases,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// Phase is a stretch of a run between two phase bounds, as one lane saw it.
+type Phase struct {
+	Name        string  `json:"name"`
+	FromSeconds float64 `json:"from_seconds"`
+	ToSeconds   float64 `json:"to_seconds"`
+	Throughput  float64 `json:"throughput"` // the workload's unit per second
+	IOPS        float64 `json:"iops"`       // the workload's operations per second
+}
+
+// ChangeRecord is a live limit change as the run keeps it.
+type ChangeRecord struct {
+	AtSeconds    float64               `json:"at_seconds"`
+	Lane         int                   `json:"lane"`
+	Limits       experiments.Limits    `json:"limits"`  // as asked
+	Applied      experiments.Resources `json:"applied"` // the lane's limits after, read back
+	DockerUpdate string                `json:"docker_update"`
+	Warnings     []string              `json:"warnings,omitempty"`
+}
+
+// EventRecord is an engine event on a lane: "oom" when the kernel's OOM
+// killer struck in the lane's cgroup, "die" when its process ended.
+type EventRecord struct {
+	AtSeconds float64 `json:"at_seconds"`
+	Lane      int     `json:"lane"`
+	Kind      string  `json:"kind"`
+	ExitCode  *int    `json:"exit_code,omitempty"`
+}
+
+// RunView is a run as the API shows it: a snapshot built from the run's
+// state when asked.
+type RunView struct {
+	ID       string           `json:"id"`
+	Lab      string           `json:"lab,omitempty"`
+	Name     string           `json:"name"`
+	Spec     experiments.Spec `json:"spec"`
+	Mode     experiments.Mode `json:"mode"`
+	Duration float64          `json:"duration_seconds"`
+	State    State            `json:"state"`
+	// Ended says whether State is final, so that pages need not know the
+	// list of final states.
+	Ended bool   `json:"ended"`
+	Error string `json:"error,omitempty"`
+	// StartedAt and EndedAt are when the run left the queue and when it
+	// ended, its containers gone.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// QueuePosition is a queued run's place in the queue: 1 starts next.
+	QueuePosition int `json:"queue_position,omitempty"`
+	// Host is where the run was measured: the engine, cgroup version and
+	// CPUs, so that runs from two hosts compare knowingly.
+	Host string `json:"host,omitempty"`
+	// Imported runs were exported elsewhere and imported here.
+	Imported   bool           `json:"imported,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	Elapsed    float64        `json:"elapsed_seconds"`
+	IntervalMs int64          `json:"interval_ms"`
+	StatsNote  string         `json:"stats_note,omitempty"`
+	Lanes      []LaneResult   `json:"lanes"`
+	Changes    []ChangeRecord `json:"changes"`
+	// Events are the engine's oom and die events on the lanes.
+	Events []EventRecord `json:"events"`
+	// PhaseBounds are the offsets at which lanes start or stop.
+	PhaseBounds []float64 `json:"phase_bounds,omitempty"`
+	// Verdict compares the model's prediction with the measurement, once
+	// the run is done.
+	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+}
+
+// viewLocked builds the run's view from its state; r.mu is held.
+func (r *Run) viewLocked() RunView {
+	s := &r.st
+	v := RunView{
+		ID: r.id, Lab: r.plan.Lab, Name: r.plan.Name, Spec: r.spec, Mode: r.plan.Mode, Duration: r.plan.Duration.Seconds(),
+		State: s.state, Ended: s.state.Ended(), Error: s.err, QueuePosition: s.queuePos, Host: r.host,
+		CreatedAt: s.createdAt, IntervalMs: r.interval.Milliseconds(), StatsNote: r.statsNote,
+		PhaseBounds: r.bounds, Verdict: s.verdict,
+		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
+	}
+	if !s.start.IsZero() {
+		v.StartedAt = s.start.UTC()
+		if v.Ended && !s.endedAt.IsZero() {
+			v.Elapsed = s.endedAt.Sub(s.start).Seconds()
+		} else {
+			v.Elapsed = time.Since(s.start).Seconds()
+		}
+	}
+	if !s.endedAt.IsZero() {
+		v.EndedAt = s.endedAt.UTC()
+	}
+	first := s.lanes[0].wall
+	for i, l := range s.lanes {
+		lv := r.laneView(i, l)
+		if first > 0 && lv.WallSeconds > 0 && v.Ended {
+			lv.Ratio = lv.WallSeconds / first
+		}
+		v.Lanes = append(v.Lanes, lv)
+	}
+	return v
+}
+
+// laneView is lane i's part of the view.
+func (r *Run) laneView(i int, l *laneState) LaneResult {
+	pl := r.plan.Lanes[i]
+	lv := LaneResult{
+		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
+		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun,
+		Warnings: l.warnings, Modelled: pl.Workload.Modelled(), StartedAt: l.startedAt, EndedAt: l.endedAt,
+		WallSeconds: l.wall, UserSeconds: l.user, SysSeconds: l.sys, Throughput: l.throughput, IOPS: l.iops,
+		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,
+		ExpectedCores: l.expected, Phases: l.phases, PredictedCores: l.predictedCores, PredictedWallSeconds: l.predictedWall,
+		Periods: l.totals.Periods, ThrottledPeriods: l.totals.ThrottledPeriods,
+		ThrottledSeconds: float64(l.totals.ThrottledNs) / 1e9,
+	}
+	if l.id != "" {
+		lv.Container = l.id[:min(12, len(l.id))]
+	}
+	if l.applied != nil {
+		lv.CPULimit = l.applied.CPULimit()
+	}
+	if s := l.summary; s != nil {
+		lv.Result = s.Result
+		if pl.Workload.Kind == experiments.KindLoad {
+			lv.Requests, lv.Failures, lv.RPS, lv.LatencyMs = int64(s.Done), s.Failures, s.Throughput, s.Latency
+		}
+	}
+	if lv.WallSeconds > 0 {
+		lv.MeasuredCores = (lv.UserSeconds + lv.SysSeconds) / lv.WallSeconds
+	}
+	return lv
+}
+
+// MessageKind names what a stream message carries.
+type MessageKind string
+
+const (
+	// KindRun carries the run's view, on every change of its state.
+	KindRun MessageKind = "run"
+	// KindSamples carries a batch of samples, on every tick.
+	KindSamples MessageKind = "samples"
+	// KindFeatured names the featured run, on the presenter's stream.
+	KindFeatured MessageKind = "featured"
+)
+
+// Message is what a live stream carries. The code that writes it and the
+// code that reads it back (replay, export, import, CSV) share this type.
+type Message struct {
+	Type    MessageKind     `json:"type"`
+	Run     *RunView        `json:"run,omitempty"`
+	Samples []engine.Sample `json:"samples,omitempty"`
+	// ID is the featured run's, in a KindFeatured message.
+	ID string `json:"id,omitempty"`
+	// SentUs is when a batch of samples was published, in microseconds
+	// since the Unix epoch, to measure delivery.
+	SentUs int64 `json:"sent_us,omitempty"`
+}

@@ -1,0 +1,55 @@
+package wire
+
+// Progress is one line a workload prints while it works.
+type Progress struct {
+	T    float64 `json:"t"`    // seconds since the workload started
+	Done float64 `json:"done"` // cumulative units of work
+	Rate float64 `json:"rate"` // units per second since the previous line
+	Unit string  `json:"unit"`
+	// RSSMB is the resident set of the mem workload, in MiB.
+	RSSMB float64 `json:"rss_mb,omitempty"`
+	// The load workload's failed requests so far, and the latency of the
+	// requests completed in this interval (in the summary: all of them).
+	Failures int64    `json:"failures,omitempty"`
+	Latency  *Latency `json:"latency_ms,omitempty"`
+	// The disk workloads' IO operations so far, and per second since the
+	// previous line (in the summary: over the whole run).
+	Ops  float64 `json:"ops,omitempty"`
+	IOPS float64 `json:"iops,omitempty"`
+}
+
+// Summary is the last line a workload prints.
+type Summary struct {
+	Final      bool     `json:"final"`
+	Kind       string   `json:"kind"`
+	WallS      float64  `json:"wall_s"`
+	UserS      float64  `json:"user_s"`
+	SysS       float64  `json:"sys_s"`
+	Done       float64  `json:"done"`
+	Unit       string   `json:"unit"`
+	Throughput float64  `json:"throughput"`
+	Result     string   `json:"result,omitempty"`
+	Failures   int64    `json:"failures,omitempty"`
+	Latency    *Latency `json:"latency_ms,omitempty"`
+	Ops        float64  `json:"ops,omitempty"`
+	IOPS       float64  `json:"iops,omitempty"`
+}
+
+// Line is either kind of line, as the server reads it; Final tells which.
+type Line struct {
+	Progress
+	Final      bool    `json:"final"`
+	WallS      float64 `json:"wall_s"`
+	UserS      float64 `json:"user_s"`
+	SysS       float64 `json:"sys_s"`
+	Throughput float64 `json:"throughput"`
+	Result     string  `json:"result"`
+}
+
+// Latency is a latency summary in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}

@@ -1,0 +1,254 @@
+package workshop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// These tests use the fake engine: the scheduling logic in milliseconds,
+// with no Docker. The same paths are tested on the real engine elsewhere.
+
+const fakeSpec = `{"name": "fake", "mode": "parallel", "duration": "10s",
+	"lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5", "memory": "64m"}}]}`
+
+func fakeManager(t *testing.T, fake *enginefake.Engine, opts workshop.Options) *workshop.Manager {
+	t.Helper()
+	opts.Host = fake.Host()
+	if opts.Quotas == nil {
+		opts.Quotas = &workshop.Quotas{}
+	}
+	m := workshop.NewManager(fake, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		if n := fake.Containers(); n != 0 {
+			t.Errorf("%d containers left on the fake engine", n)
+		}
+	})
+	return m
+}
+
+func fakeSubmit(t *testing.T, m *workshop.Manager, participant, specJSON string) (*runner.Run, error) {
+	t.Helper()
+	spec, errs := experiments.Parse([]byte(specJSON))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	plan, errs := experiments.Validate(spec, m.Host().Experiments())
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	return m.Submit(spec, plan, participant)
+}
+
+func mustSubmit(t *testing.T, m *workshop.Manager, participant string) *runner.Run {
+	t.Helper()
+	r, err := fakeSubmit(t, m, participant, fakeSpec)
+	if err != nil {
+		t.Fatalf("submit for %s: %v", participant, err)
+	}
+	return r
+}
+
+func ended(t *testing.T, r *runner.Run) runner.RunView {
+	t.Helper()
+	select {
+	case <-r.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatalf("run %s did not end: %+v", r.ID(), r.View())
+	}
+	return r.View()
+}
+
+func TestFakeQueueServesParticipantsInTurn(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 20 * time.Millisecond
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1})
+	// Ann submits three before Bob submits one: Bob's waits behind only
+	// one of Ann's.
+	runs := []*runner.Run{mustSubmit(t, m, "ann"), mustSubmit(t, m, "ann"), mustSubmit(t, m, "ann"), mustSubmit(t, m, "bob")}
+	var starts []time.Time
+	for _, r := range runs {
+		v := ended(t, r)
+		if v.State != runner.StateDone {
+			t.Fatalf("run %s ended %s: %s", r.ID(), v.State, v.Error)
+		}
+		starts = append(starts, v.StartedAt)
+	}
+	// Served: ann 1, bob, ann 2, ann 3.
+	if !(starts[0].Before(starts[3]) && starts[3].Before(starts[1]) && starts[1].Before(starts[2])) {
+		t.Errorf("start order ann1 %v, ann2 %v, ann3 %v, bob %v: want ann1 < bob < ann2 < ann3",
+			starts[0], starts[1], starts[2], starts[3])
+	}
+}
+
+func TestFakeQuotaRefusals(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, Quotas: &workshop.Quotas{
+		Participant: workshop.Limits{Runs: 1}, Host: workshop.Limits{CPUs: 1, Memory: 1 << 30}}})
+	mustSubmit(t, m, "ann")
+	var q *workshop.QuotaError
+	if _, err := fakeSubmit(t, m, "ann", fakeSpec); !errors.As(err, &q) || q.Scope != "participant" || q.Limit != "runs" {
+		t.Errorf("second run of a participant allowed one: %v", err)
+	}
+	three := strings.Replace(fakeSpec, `"cpus": "0.5"`, `"cpus": "1.5"`, 1)
+	if _, err := fakeSubmit(t, m, "bob", three); !errors.As(err, &q) || q.Scope != "host" || q.Limit != "cpus" || q.Over != 0.5 {
+		t.Errorf("a run over the host's CPUs: %v (%+v)", err, q)
+	}
+	noMem := strings.Replace(fakeSpec, `, "memory": "64m"`, "", 1)
+	if _, err := fakeSubmit(t, m, "cyd", noMem); !errors.As(err, &q) || q.Limit != "memory" || q.Lane != 0 {
+		t.Errorf("a lane without --memory under a memory quota: %v", err)
+	}
+	if n := fake.Creates(); n > 1 {
+		t.Errorf("refused runs created containers: %d creates", n)
+	}
+}
+
+func TestFakeQueueExpiry(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, MaxWait: 50 * time.Millisecond})
+	long := mustSubmit(t, m, "ann")
+	waiting := mustSubmit(t, m, "bob")
+	v := ended(t, waiting)
+	if v.State != runner.StateRefused || !strings.Contains(v.Error, "waited") {
+		t.Errorf("the waiting run ended %s: %q", v.State, v.Error)
+	}
+	if fake.Creates() != 1 {
+		t.Errorf("%d containers created, want only the long run's", fake.Creates())
+	}
+	if err := m.Stop(long.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if v := ended(t, long); v.State != runner.StateStopped {
+		t.Errorf("the long run ended %s", v.State)
+	}
+}
+
+func TestFakeStopWhileCreating(t *testing.T) {
+	fake := enginefake.New()
+	fake.CreateGate = make(chan struct{})
+	m := fakeManager(t, fake, workshop.Options{})
+	r := mustSubmit(t, m, "ann")
+	for deadline := time.Now().Add(5 * time.Second); fake.CreatesWaiting() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never asked for its container")
+		}
+	}
+	if err := m.Stop(r.ID()); err != nil {
+		t.Fatal(err)
+	}
+	close(fake.CreateGate) // the engine finishes the create after the stop
+	v := ended(t, r)
+	if v.State != runner.StateStopped {
+		t.Errorf("ended %s, want stopped", v.State)
+	}
+	if fake.Creates() != 1 || fake.Containers() != 0 {
+		t.Errorf("creates %d, containers left %d: the container created after the stop must be removed", fake.Creates(), fake.Containers())
+	}
+}
+
+func TestFakeShutdownDuringSubmit(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := workshop.NewManager(fake, workshop.Options{Host: fake.Host(), Quotas: &workshop.Quotas{}, MaxRunning: 2})
+	var mu sync.Mutex
+	var runs []*runner.Run
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := fakeSubmit(t, m, "", fakeSpec)
+			if err != nil {
+				if !errors.Is(err, workshop.ErrShuttingDown) {
+					t.Errorf("submit: %v", err)
+				}
+				return
+			}
+			mu.Lock()
+			runs = append(runs, r)
+			mu.Unlock()
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if _, err := fakeSubmit(t, m, "", fakeSpec); !errors.Is(err, workshop.ErrShuttingDown) {
+		t.Errorf("submit after shutdown: %v", err)
+	}
+	for _, r := range runs {
+		if v := ended(t, r); !v.Ended {
+			t.Errorf("run %s is %s after shutdown", r.ID(), v.State)
+		}
+	}
+	if n := fake.Containers(); n != 0 {
+		t.Errorf("%d containers left after shutdown", n)
+	}
+}
+
+func TestFakeImportChecks(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 10 * time.Millisecond
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := fakeManager(t, fake, workshop.Options{Store: st})
+	r := mustSubmit(t, m, "ann")
+	ended(t, r)
+	e, err := m.Export(r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Import(e); err != nil {
+		t.Fatalf("import of an export: %v", err)
+	}
+	mutate := func(f func(e *workshop.Export)) workshop.Export {
+		b, _ := json.Marshal(e)
+		var c workshop.Export
+		_ = json.Unmarshal(b, &c)
+		f(&c)
+		return c
+	}
+	tests := []struct {
+		name string
+		e    workshop.Export
+		want string
+	}{
+		{"another format", mutate(func(e *workshop.Export) { e.Format = "x" }), "not a Limit Lab run export"},
+		{"no lanes", mutate(func(e *workshop.Export) { e.Run.Lanes = nil }), "0 lanes"},
+		{"a sample of a lane it lacks", mutate(func(e *workshop.Export) {
+			e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[{"lane":7}]}`))
+		}), "lane 7"},
+		{"an unknown message", mutate(func(e *workshop.Export) { e.Stream = append(e.Stream, json.RawMessage(`{"type":"x"}`)) }), "unknown type"},
+		{"a spec of a lab that does not exist", mutate(func(e *workshop.Export) { e.Run.Spec.Lab = "no-such-lab" }), "no-such-lab"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := m.Import(tt.e)
+			var invalid *workshop.InvalidImportError
+			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("import: %v, want an invalid import naming %q", err, tt.want)
+			}
+		})
+	}
+}

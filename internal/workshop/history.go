@@ -1,0 +1,185 @@
+package workshop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/hub"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
+)
+
+// recorder keeps what runs publish in the store, through its one batching
+// writer: the runner never waits on the disk.
+type recorder struct{ st *store.Store }
+
+func (r recorder) Record(runID string, msg []byte) { r.st.Append(runID, msg) }
+
+func (r recorder) Save(v runner.RunView, participant string) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	r.st.SaveRun(store.Run{ID: v.ID, Participant: participant, Lab: v.Lab, Name: v.Name, State: string(v.State),
+		CreatedAt: v.CreatedAt, Summary: Summary(v), Imported: v.Imported, View: b})
+}
+
+// stored is an ended run loaded from the store: its last view, and a
+// closed hub holding its stream as it was published.
+type stored struct {
+	view runner.RunView
+	hub  *hub.Hub
+}
+
+// loadStored reads an ended run from the store.
+func (m *Manager) loadStored(id string) (stored, error) {
+	if m.opts.Store == nil {
+		return stored{}, ErrNoRun
+	}
+	row, err := m.opts.Store.Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return stored{}, ErrNoRun
+	}
+	if err != nil {
+		return stored{}, err
+	}
+	msgs, err := m.opts.Store.Messages(id)
+	if err != nil {
+		return stored{}, err
+	}
+	s := stored{hub: hub.New(0)}
+	if err := json.Unmarshal(row.View, &s.view); err != nil {
+		return stored{}, fmt.Errorf("run %s: stored view: %w", id, err)
+	}
+	for _, msg := range msgs {
+		s.hub.Publish(msg)
+	}
+	s.hub.Close()
+	return s, nil
+}
+
+// viewAndStream is a run's view and everything it published so far,
+// whether it is in memory or in the store.
+func (m *Manager) viewAndStream(id string) (runner.RunView, [][]byte, error) {
+	if e, ok := m.live(id); ok {
+		return e.run.View(), e.run.Hub().History(), nil
+	}
+	s, err := m.loadStored(id)
+	if err != nil {
+		return runner.RunView{}, nil, fmt.Errorf("%w %q", err, id)
+	}
+	return s.view, s.hub.History(), nil
+}
+
+func (m *Manager) listStored(lab string, limit int) ([]runner.RunView, error) {
+	rows, err := m.opts.Store.List(store.Filter{Lab: lab, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runner.RunView, 0, len(rows))
+	for _, row := range rows {
+		var v runner.RunView
+		if err := json.Unmarshal(row.View, &v); err != nil {
+			m.log.Error("history: stored view", slog.String("run", row.ID), slog.Any("err", err))
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// recover marks the runs that were queued or running when the server died
+// as interrupted, keeping what they recorded. Their containers are gone:
+// the server reaps every labelled container before it starts a manager.
+func (m *Manager) recover() {
+	st := m.opts.Store
+	if st == nil {
+		return
+	}
+	if id, ok, err := st.Featured(); err == nil && ok {
+		m.featured.set(id)
+	}
+	rows, err := st.List(store.Filter{States: []string{string(runner.StateQueued), string(runner.StateRunning)}, Limit: 1 << 20})
+	if err != nil {
+		m.log.Error("store: finding interrupted runs", slog.Any("err", err))
+		return
+	}
+	rec := recorder{st}
+	for _, row := range rows {
+		v, err := lastView(st, row)
+		if err != nil {
+			m.log.Error("store: interrupted run", slog.String("run", row.ID), slog.Any("err", err))
+			continue
+		}
+		was := v.State
+		v.State, v.Ended, v.QueuePosition = runner.StateInterrupted, true, 0
+		v.Error = fmt.Sprintf("interrupted: the server stopped while this run was %s; what it recorded until then is kept, "+
+			"and its containers were removed when the server started again", was)
+		for i := range v.Lanes {
+			if l := &v.Lanes[i]; l.State == runner.LanePending || l.State == runner.LaneRunning {
+				l.State = runner.LaneInterrupted
+			}
+		}
+		if b, err := json.Marshal(runner.Message{Type: runner.KindRun, Run: &v}); err == nil {
+			rec.Record(v.ID, b)
+		}
+		rec.Save(v, row.Participant)
+		m.log.Warn("run interrupted by the server's end", slog.String("run", row.ID), slog.String("was", string(was)))
+	}
+	if err := st.Sync(); err != nil {
+		m.log.Error("store", slog.Any("err", err))
+	}
+}
+
+// lastView is the newest run view a run published, or its row's.
+func lastView(st *store.Store, row store.Run) (runner.RunView, error) {
+	var v runner.RunView
+	msgs, err := st.Messages(row.ID)
+	if err != nil {
+		return v, err
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		var msg runner.Message
+		if json.Unmarshal(msgs[i], &msg) == nil && msg.Type == runner.KindRun && msg.Run != nil {
+			return *msg.Run, nil
+		}
+	}
+	return v, json.Unmarshal(row.View, &v)
+}
+
+// Summary is a run's key result in one line, for the history.
+func Summary(v runner.RunView) string {
+	var parts []string
+	if vd := v.Verdict; vd != nil && vd.Judged {
+		if vd.Pass {
+			parts = append(parts, "as predicted")
+		} else {
+			parts = append(parts, "off the prediction")
+		}
+	}
+	for i, l := range v.Lanes {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("… %d more lanes", len(v.Lanes)-4))
+			break
+		}
+		var fig string
+		switch {
+		case l.LatencyMs != nil:
+			fig = fmt.Sprintf("p99 %.0f ms at %.0f req/s", l.LatencyMs.P99, l.RPS)
+		case l.IOPS > 0:
+			fig = fmt.Sprintf("%.0f IOPS", l.IOPS)
+		case l.WallSeconds > 0 && v.Mode == experiments.Sequential:
+			fig = fmt.Sprintf("%.1f s", l.WallSeconds)
+		case l.MeasuredCores > 0:
+			fig = fmt.Sprintf("%.2f cores", l.MeasuredCores)
+		default:
+			continue
+		}
+		parts = append(parts, l.Name+": "+fig)
+	}
+	return strings.Join(parts, "; ")
+}

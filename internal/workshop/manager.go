@@ -1,0 +1,253 @@
+// Package workshop is the Manager that users and pages talk to: it queues
+// runs fairly across participants, checks quotas, keeps the history in the
+// store, features a run for the room, and exports and imports runs. Each
+// run's life on the engine is the runner's.
+package workshop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/hub"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
+)
+
+// ErrNoRun: no run has that id, here or in the store.
+var ErrNoRun = errors.New("no such run")
+
+// ErrShuttingDown: the server is stopping and takes no new runs.
+var ErrShuttingDown = errors.New("workshop: shutting down")
+
+// Options configure a Manager.
+type Options struct {
+	Image    string        // the workload image reference
+	Interval time.Duration // sampling interval; runner.DefaultInterval if zero
+	Host     engine.HostInfo
+	Log      *slog.Logger
+	// Store keeps runs beyond the server's life; nil keeps them in
+	// memory only.
+	Store *store.Store
+	// MaxRunning is how many runs may run at once (1 if zero): the others
+	// wait in the queue, for at most MaxWait (10 minutes if zero).
+	MaxRunning int
+	MaxWait    time.Duration
+	// Quotas are checked when a run is submitted; DefaultQuotas if nil.
+	Quotas *Quotas
+}
+
+// entry is a run in the manager's memory, with what the workshop keeps of
+// it: what it asks of the host and the timer that refuses it if it waits
+// too long.
+type entry struct {
+	run    *runner.Run
+	ask    ask
+	expiry *time.Timer
+}
+
+// Manager queues, runs and remembers experiments.
+type Manager struct {
+	eng  engine.Engine
+	env  *runner.Env
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	runs    map[string]*entry // in memory: queued, running, and ended without a store
+	order   []*entry
+	queue   *fairQueue[*entry]
+	running map[*entry]bool
+
+	featured *featured
+}
+
+// NewManager returns a manager for runs on eng. It marks the runs the
+// store says were queued or running as interrupted, and follows the
+// engine's events until Shutdown.
+func NewManager(eng engine.Engine, opts Options) *Manager {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = 1
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 10 * time.Minute
+	}
+	if opts.Quotas == nil {
+		opts.Quotas = &DefaultQuotas
+	}
+	env := &runner.Env{Engine: eng, Image: opts.Image, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
+	if opts.Store != nil {
+		env.Recorder = recorder{opts.Store}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{eng: eng, env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
+		queue: newFairQueue[*entry](), running: map[*entry]bool{}, featured: newFeatured()}
+	m.recover()
+	m.wg.Add(1)
+	// The event watcher lives as long as the manager.
+	go func() {
+		defer m.wg.Done()
+		engine.Watch(ctx, eng, m.log, m.onEvent)
+	}()
+	return m
+}
+
+// Host is what the manager knows of the engine's host.
+func (m *Manager) Host() engine.HostInfo { return m.opts.Host }
+
+// onEvent marks an engine event on the lane of the run in memory it
+// belongs to.
+func (m *Manager) onEvent(ev engine.Event) {
+	m.mu.Lock()
+	e, ok := m.runs[ev.Run]
+	m.mu.Unlock()
+	if ok {
+		e.run.AddEvent(ev)
+	}
+}
+
+// live returns the run in memory with that id.
+func (m *Manager) live(id string) (*entry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.runs[id]
+	return e, ok
+}
+
+// View is a run as it is now, or as it ended, without its stream.
+func (m *Manager) View(id string) (runner.RunView, bool) {
+	if e, ok := m.live(id); ok {
+		return e.run.View(), true
+	}
+	if m.opts.Store == nil {
+		return runner.RunView{}, false
+	}
+	row, err := m.opts.Store.Get(id)
+	if err != nil {
+		return runner.RunView{}, false
+	}
+	var v runner.RunView
+	if err := json.Unmarshal(row.View, &v); err != nil {
+		m.log.Error("stored view", slog.String("run", id), slog.Any("err", err))
+		return runner.RunView{}, false
+	}
+	return v, true
+}
+
+// Feed is the live fan-out of a run; an ended run's is closed and holds
+// its whole stream.
+func (m *Manager) Feed(id string) (*hub.Hub, bool) {
+	if e, ok := m.live(id); ok {
+		return e.run.Hub(), true
+	}
+	s, err := m.loadStored(id)
+	if err != nil {
+		return nil, false
+	}
+	return s.hub, true
+}
+
+// Owner is the participant who submitted a run in memory.
+func (m *Manager) Owner(id string) (string, bool) {
+	e, ok := m.live(id)
+	if !ok {
+		return "", false
+	}
+	return e.run.Participant(), true
+}
+
+// MaxList bounds the runs List returns.
+const MaxList = 500
+
+// List returns at most limit runs (MaxList if limit is out of range),
+// newest first; lab, if set, keeps that lab's.
+func (m *Manager) List(lab string, limit int) []runner.RunView {
+	if limit <= 0 || limit > MaxList {
+		limit = MaxList
+	}
+	m.mu.Lock()
+	live := append([]*entry(nil), m.order...)
+	m.mu.Unlock()
+	byID := map[string]*runner.Run{}
+	for _, e := range live {
+		byID[e.run.ID()] = e.run
+	}
+	var out []runner.RunView
+	if m.opts.Store != nil {
+		stored, err := m.listStored(lab, limit)
+		if err != nil {
+			m.log.Error("history", slog.Any("err", err))
+		}
+		for _, v := range stored {
+			if r, ok := byID[v.ID]; ok {
+				v = r.View()
+				delete(byID, v.ID)
+			}
+			out = append(out, v)
+		}
+	}
+	// Runs in memory that the store does not list (no store, or not yet
+	// written): newest first, before the stored ones.
+	var fresh []runner.RunView
+	for i := len(live) - 1; i >= 0; i-- {
+		r := live[i].run
+		if _, ok := byID[r.ID()]; ok && (lab == "" || r.Plan().Lab == lab) {
+			fresh = append(fresh, r.View())
+		}
+	}
+	out = append(fresh, out...)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Shutdown ends queued runs, stops running ones, waits for them to clean
+// up (or for ctx), then removes any container of its runs still on the
+// engine.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.cancel()
+	m.ClearQueue("the server shut down before this run started")
+	waited := make(chan struct{})
+	go func() { m.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+	}
+	// Only this manager's runs: another instance on the same engine (a
+	// test, a second dashboard) keeps its containers.
+	m.mu.Lock()
+	runs := append([]*entry(nil), m.order...)
+	m.mu.Unlock()
+	var errs []error
+	for _, e := range runs {
+		if _, err := engine.Reap(context.WithoutCancel(ctx), m.eng, e.run.ID(), m.log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.opts.Store != nil {
+		if err := m.opts.Store.Sync(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,202 @@
+package workshop
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// Start submits a plan for an anonymous participant; see Submit.
+func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*runner.Run, error) {
+	return m.Submit(spec, plan, "")
+}
+
+// Submit checks a validated plan against the quotas and queues it; it
+// starts as soon as the host is free and the participants before it have
+// had their turn. A refusal is a *QuotaError.
+func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error) {
+	if m.ctx.Err() != nil {
+		return nil, ErrShuttingDown
+	}
+	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), ask: askOf(plan, m.opts.Host.NCPU)}
+	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	if err := m.admitLocked(e, participant); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.runs[e.run.ID()] = e
+	m.order = append(m.order, e)
+	m.queue.Push(participant, e)
+	e.expiry = time.AfterFunc(m.opts.MaxWait, func() { m.expire(e) })
+	m.mu.Unlock()
+
+	e.run.Announce()
+	m.schedule()
+	return e.run, nil
+}
+
+// admitLocked checks a new run against the participant's limits (over
+// their queued and running runs) and the host's (the run alone: whether it
+// could ever run; the queue waits for room among the running ones).
+func (m *Manager) admitLocked(e *entry, participant string) error {
+	var used ask
+	for _, o := range m.order {
+		if o.run.Participant() == participant && !o.run.Ended() {
+			used = used.plus(o.ask)
+		}
+	}
+	q := m.opts.Quotas
+	if err := checkLimits("participant", e.run.Plan(), e.ask, used, q.Participant); err != nil {
+		return err
+	}
+	if err := checkLimits("host", e.run.Plan(), e.ask, ask{}, q.Host); err != nil {
+		return err
+	}
+	return nil
+}
+
+// schedule starts queued runs while there is room, fairly across
+// participants, then tells the runs still waiting where they are.
+func (m *Manager) schedule() {
+	m.mu.Lock()
+	if m.ctx.Err() == nil {
+		for len(m.running) < m.opts.MaxRunning {
+			var inUse ask
+			for o := range m.running {
+				inUse = inUse.plus(o.ask)
+			}
+			e, ok := m.queue.Next(func(e *entry) bool {
+				return checkLimits("host", e.run.Plan(), e.ask, inUse, m.opts.Quotas.Host) == nil
+			})
+			if !ok {
+				break
+			}
+			e.expiry.Stop()
+			m.running[e] = true
+			m.launchLocked(e)
+		}
+	}
+	waiting := m.queue.Order()
+	m.mu.Unlock()
+	for i, e := range waiting {
+		e.run.SetQueuePosition(i + 1)
+	}
+}
+
+// launchLocked runs e in the background; m.mu is held.
+func (m *Manager) launchLocked(e *entry) {
+	m.wg.Add(1)
+	// Lives until the run has ended and its containers are gone.
+	go func() {
+		defer m.wg.Done()
+		e.run.Execute(m.ctx)
+		m.mu.Lock()
+		delete(m.running, e)
+		m.mu.Unlock()
+		m.forget(e)
+		m.schedule()
+	}()
+}
+
+// expire refuses a run that waited in the queue as long as a run may.
+func (m *Manager) expire(e *entry) {
+	m.mu.Lock()
+	removed := m.queue.Remove(e)
+	m.mu.Unlock()
+	if !removed {
+		return
+	}
+	m.endQueued(e, runner.StateRefused, fmt.Sprintf("refused: waited %s in the queue, the longest a run may wait on this server; nothing was started. "+
+		"Other experiments held the host all that time: try again when it is quieter.", m.opts.MaxWait))
+	m.schedule()
+}
+
+// endQueued ends a run that never started.
+func (m *Manager) endQueued(e *entry, s runner.State, why string) {
+	e.expiry.Stop()
+	e.run.EndQueued(s, why)
+	m.forget(e)
+}
+
+// Stop asks a run to stop: a queued run leaves the queue; a running run's
+// containers are killed and it ends as "stopped", with what was measured
+// so far kept. Stopping a run that has ended already does nothing.
+func (m *Manager) Stop(id string) error {
+	m.mu.Lock()
+	e, ok := m.runs[id]
+	removed := ok && m.queue.Remove(e)
+	m.mu.Unlock()
+	if !ok {
+		if _, stored := m.View(id); stored {
+			return nil // already ended
+		}
+		return fmt.Errorf("%w %q", ErrNoRun, id)
+	}
+	if removed {
+		m.endQueued(e, runner.StateStopped, "stopped while it waited in the queue; nothing was started")
+		m.schedule()
+		return nil
+	}
+	e.run.Stop()
+	return nil
+}
+
+// ClearQueue ends every queued run (running ones go on) and says how many.
+func (m *Manager) ClearQueue(why string) int {
+	m.mu.Lock()
+	var queued []*entry
+	for {
+		e, ok := m.queue.Next(nil)
+		if !ok {
+			break
+		}
+		queued = append(queued, e)
+	}
+	m.mu.Unlock()
+	for _, e := range queued {
+		m.endQueued(e, runner.StateStopped, why)
+	}
+	return len(queued)
+}
+
+// UpdateLimits changes a running lane's limits (see runner.Run.UpdateLimits).
+func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error) {
+	// Only a run in memory can be running: an ended one is not loaded
+	// from the store just to say so.
+	e, ok := m.live(runID)
+	if !ok {
+		if _, stored := m.View(runID); stored {
+			return runner.ChangeRecord{}, runner.ErrLaneNotRunning
+		}
+		return runner.ChangeRecord{}, fmt.Errorf("%w %q", ErrNoRun, runID)
+	}
+	return e.run.UpdateLimits(ctx, lane, change)
+}
+
+// forget drops an ended run from memory once the store has all of it, so
+// that what is loaded from then on is complete. Without a store, ended runs
+// stay in memory.
+func (m *Manager) forget(e *entry) {
+	if m.opts.Store == nil {
+		return
+	}
+	if err := m.opts.Store.Sync(); err != nil {
+		m.log.Error("store", slog.Any("err", err))
+		return // keep it in memory: it is the only whole copy
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.runs, e.run.ID())
+	if i := slices.Index(m.order, e); i >= 0 {
+		m.order = slices.Delete(m.order, i, i+1)
+	}
+}
