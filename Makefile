@@ -4,7 +4,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test assets build generate bench bench-labs clean
+.PHONY: run test test-race assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -25,9 +25,16 @@ run: build
 generate:
 	$(GO) generate ./web
 
+# The packages that need no engine, and the workshop's fake-engine tests,
+# run first under the race detector (which needs cgo).
+RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/...
+test-race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota)' ./internal/workshop
+
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other.
-test: assets
+test: assets test-race
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 

@@ -42,7 +42,7 @@ func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 	}
 	t.Cleanup(func() { st.Close() }) // after the manager's shutdown: cleanups run last first
 	m := enginetest.Manager(t, append([]func(*workshop.Options){func(o *workshop.Options) { o.Store = st }}, options...)...)
-	d := Deps{Runs: m, Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
+	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}

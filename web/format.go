@@ -126,8 +126,6 @@ func wallDeviation(l runner.LaneResult) string {
 	return deviationText(l.WallSeconds, *l.PredictedWallSeconds)
 }
 
-func yesNoBool(b bool) string { return strconv.FormatBool(b) }
-
 func hasLoad(v runner.RunView) bool {
 	for _, l := range v.Lanes {
 		if l.Workload.Kind == experiments.KindLoad {

@@ -31,8 +31,8 @@ func TestLiveLateSubscriberGetsHistoryThenLive(t *testing.T) {
 	_ = json.Unmarshal(body, &created)
 	feed, _ := m.Feed(created.ID)
 	// Join late: once several sample batches have been published.
-	enginetest.WaitFor(t, 30*time.Second, "samples in the history", func() bool { return feed.Len() >= 8 })
-	atConnect := feed.Len()
+	enginetest.WaitFor(t, 30*time.Second, "samples in the history", func() bool { return len(feed.History()) >= 8 })
+	atConnect := len(feed.History())
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

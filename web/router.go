@@ -24,7 +24,8 @@ import (
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
-// Runs is what the handlers need of the runner.
+// Runs is what the handlers need of the workshop's manager: runs queued,
+// running and ended.
 type Runs interface {
 	Host() engine.HostInfo
 	// Submit queues a run for a participant; a refusal by a quota is a
@@ -38,12 +39,6 @@ type Runs interface {
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)
-	Export(id string) (workshop.Export, error)
-	Import(e workshop.Export) (string, error)
-	WriteCSV(w io.Writer, id string) error
-	Feature(id string) error
-	Featured() (string, bool)
-	FeaturedFeed() *hub.Hub
 	ClearQueue(why string) int
 	// UpdateLimits changes a running lane's limits.
 	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
@@ -51,11 +46,27 @@ type Runs interface {
 	Feed(id string) (*hub.Hub, bool)
 }
 
+// History is what the handlers need of the archive: runs as files.
+type History interface {
+	Export(id string) (workshop.Export, error)
+	Import(e workshop.Export) (string, error)
+	WriteCSV(w io.Writer, id string) error
+}
+
+// Spotlight is the run the presenter features.
+type Spotlight interface {
+	Feature(id string) error
+	Current() (string, bool)
+	Feed() *hub.Hub
+}
+
 // Deps are the router's collaborators and settings.
 type Deps struct {
-	Runs   Runs
-	Static fs.FS // the static/ tree: CSS, JS, vendor/uPlot
-	Log    *slog.Logger
+	Runs     Runs
+	History  History
+	Featured Spotlight
+	Static   fs.FS // the static/ tree: CSS, JS, vendor/uPlot
+	Log      *slog.Logger
 	// AllowedHosts are the Host header names accepted (any port). Empty
 	// accepts any host: the server then listens on a network for a
 	// workshop. On loopback it guards against DNS rebinding.

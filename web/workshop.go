@@ -106,7 +106,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	name := "limitlab-" + id
 	switch format {
 	case "json":
-		e, err := h.Runs.Export(id)
+		e, err := h.History.Export(id)
 		if err != nil {
 			writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 			return
@@ -116,7 +116,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
-		if err := h.Runs.WriteCSV(w, id); err != nil {
+		if err := h.History.WriteCSV(w, id); err != nil {
 			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
 	default:
@@ -136,7 +136,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "import: not JSON: " + err.Error()})
 		return
 	}
-	id, err := h.Runs.Import(e)
+	id, err := h.History.Import(e)
 	if err != nil {
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
@@ -147,7 +147,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if err := h.Runs.Feature(id); err != nil {
+	if err := h.Featured.Feature(id); err != nil {
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
@@ -155,7 +155,7 @@ func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.Runs.Featured()
+	id, ok := h.Featured.Current()
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run is featured yet"})
 		return
@@ -186,7 +186,7 @@ func (h *handlers) featuredLive(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.CloseNow()
 	ctx := c.CloseRead(r.Context())
-	history, sub := h.Runs.FeaturedFeed().Subscribe()
+	history, sub := h.Featured.Feed().Subscribe()
 	defer sub.Unsubscribe()
 	if n := len(history); n > 0 {
 		if err := h.write(ctx, c, history[n-1]); err != nil {

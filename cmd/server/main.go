@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string) error {
 	srv := &http.Server{
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
-			Runs: mgr, Static: limitlab.Static(), Log: log,
+			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Static: limitlab.Static(), Log: log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

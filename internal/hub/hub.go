@@ -122,13 +122,6 @@ func (h *Hub) Close() {
 	}
 }
 
-// Len is the number of messages published so far.
-func (h *Hub) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.history)
-}
-
 // Subscribers is the number of live subscribers.
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()

@@ -14,7 +14,8 @@ import (
 // start or stop containers on a busy host: from half a second after the
 // last start or stop at its opening bound, to the first at its closing one
 // or a second before the bound, when the next lanes are asked to start.
-func (r *Run) phasesLocked() {
+func (x *execution) phasesLocked() {
+	r := x.r
 	bounds := r.bounds
 	if bounds == nil {
 		return
@@ -97,7 +98,8 @@ func (r *Run) expect() {
 
 // judgeLocked puts the model's prediction beside each lane's measurement
 // and, for a run that is done, gives the verdict.
-func (r *Run) judgeLocked() {
+func (x *execution) judgeLocked() {
+	r := x.r
 	lanes := r.st.lanes
 	out := make([]experiments.LaneOutcome, len(lanes))
 	for i, l := range lanes {

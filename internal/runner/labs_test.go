@@ -52,7 +52,7 @@ func TestLiveLimitChange(t *testing.T) {
 	r := startSpec(t, m, `{"name": "live change", "duration": "60s",
 	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 5}, "limits": {"cpus": "1"}}]}`)
 	waitFor(t, 30*time.Second, "the lane running with samples", func() bool {
-		return r.View().Lanes[0].State == runner.LaneRunning && r.Hub().Len() > 6
+		return r.View().Lanes[0].State == runner.LaneRunning && len(r.Hub().History()) > 6
 	})
 	// A rejected change leaves the lane as it was.
 	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{CPUs: "64"})

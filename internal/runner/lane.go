@@ -14,7 +14,8 @@ import (
 
 // runLane starts lane i, follows it until it exits (killing it at the run's
 // duration or when the run is stopped) and records its results.
-func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
+func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
+	r := x.r
 	eng := r.env.Engine
 	r.mu.Lock()
 	ls := r.st.lanes[i]
@@ -27,21 +28,21 @@ func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
 	defer wcancel()
 	wait := eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
-	if !r.awaitStartAt(ctx, i, start) {
-		r.setLane(i, func(l *laneState) { l.state = LaneSkipped })
+	if !x.awaitStartAt(ctx, i, start) {
+		x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
 		return
 	}
 	if t := pl.Target; t >= 0 {
 		// A load lane joins its service's network namespace, which exists
 		// only while the service runs.
-		if err := r.awaitRunning(ctx, t); err != nil {
-			r.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
+		if err := x.awaitRunning(ctx, t); err != nil {
+			x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
 			return
 		}
 	}
 	asked := time.Now()
 	if _, err := eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		r.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "engine: start: "+err.Error() })
+		x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "engine: start: "+err.Error() })
 		return
 	}
 	r.env.startLatency.Store(int64(time.Since(asked)))
@@ -52,7 +53,7 @@ func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
 	}
 	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
-	r.setLane(i, func(l *laneState) {
+	x.setLane(i, func(l *laneState) {
 		l.reader, l.every, l.source = rd, every, source
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
@@ -67,9 +68,9 @@ func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
 	// The log follower lives until the container's output ends (it
 	// exits), or until lcancel; it hands back what the lane wrote to
 	// stderr only when it has stopped writing it.
-	go func() { stderrc <- r.followLogs(lctx, ls, id) }()
+	go func() { stderrc <- x.followLogs(lctx, ls, id) }()
 
-	exit, waitErr, timedOut, stopped := r.awaitExit(ctx, i, id, start, wait, log)
+	exit, waitErr, timedOut, stopped := x.awaitExit(ctx, i, id, start, wait, log)
 	var stderr []byte
 	select {
 	case stderr = <-stderrc:
@@ -124,7 +125,8 @@ func (r *Run) runLane(ctx context.Context, i int, log *slog.Logger) {
 // Starting a container takes the engine a few hundred milliseconds, so it
 // asks that much earlier: the latest start's latency, at most a second,
 // read a second before the offset so that this run's own starts count.
-func (r *Run) awaitStartAt(ctx context.Context, i int, start time.Time) bool {
+func (x *execution) awaitStartAt(ctx context.Context, i int, start time.Time) bool {
+	r := x.r
 	d := r.plan.Lanes[i].StartAt
 	if d <= 0 {
 		return true
@@ -148,8 +150,9 @@ func (r *Run) awaitStartAt(ctx context.Context, i int, start time.Time) bool {
 // awaitExit follows a started lane until its container exits: it kills it
 // at the run's duration or when the run is stopped, and asks it to stop at
 // the end of its phase.
-func (r *Run) awaitExit(ctx context.Context, i int, id string, start time.Time, wait client.ContainerWaitResult,
+func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.Time, wait client.ContainerWaitResult,
 	log *slog.Logger) (exit container.WaitResponse, waitErr error, timedOut, stopped bool) {
+	r := x.r
 	// A sequential lane has the run's duration to itself; a parallel one
 	// ends with the run.
 	limit := r.plan.Duration
@@ -191,7 +194,8 @@ func (r *Run) awaitExit(ctx context.Context, i int, id string, start time.Time, 
 }
 
 // awaitRunning waits until lane t runs, failing if it ends first.
-func (r *Run) awaitRunning(ctx context.Context, t int) error {
+func (x *execution) awaitRunning(ctx context.Context, t int) error {
+	r := x.r
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -215,7 +219,8 @@ func (r *Run) awaitRunning(ctx context.Context, t int) error {
 // stopIdleService stops the http lane that load lane i targeted once every
 // lane loading it has ended: SIGTERM, on which the service prints its
 // summary and exits cleanly.
-func (r *Run) stopIdleService(i int, log *slog.Logger) {
+func (x *execution) stopIdleService(i int, log *slog.Logger) {
+	r := x.r
 	t := r.plan.TargetOf(i)
 	if t < 0 {
 		return

@@ -19,7 +19,8 @@ const maxStderr = 4096
 // keeps its latest progress and final summary on the lane, until the
 // output ends or ctx does. It returns the start of what the workload wrote
 // to stderr, once nothing writes to it any more.
-func (r *Run) followLogs(ctx context.Context, l *laneState, id string) []byte {
+func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []byte {
+	r := x.r
 	logs, err := r.env.Engine.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
 	if err != nil {
 		return nil

@@ -9,7 +9,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -181,8 +180,8 @@ func (r *Run) update(f func(s *runState)) {
 	r.publishView()
 }
 
-func (r *Run) setLane(i int, f func(l *laneState)) {
-	r.update(func(s *runState) { f(s.lanes[i]) })
+func (x *execution) setLane(i int, f func(l *laneState)) {
+	x.r.update(func(s *runState) { f(s.lanes[i]) })
 }
 
 // SetQueuePosition tells a queued run its place (1 starts next) and
@@ -224,109 +223,6 @@ func (r *Run) Stop() {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// Execute runs the plan to its end; ctx ending stops it as the server
-// shuts down. The run reaches its final state only after its containers
-// are gone, so a finished run never has any.
-func (r *Run) Execute(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer close(r.done)
-	defer r.hub.Close()
-	log := r.env.log().With(slog.String("run", r.id))
-
-	r.mu.Lock()
-	r.cancel = cancel
-	if r.st.stopped {
-		cancel()
-	}
-	r.st.state, r.st.queuePos = StateRunning, 0
-	r.st.start = time.Now()
-	r.mu.Unlock()
-	r.save()
-	r.publishView()
-
-	state, msg := r.runLanes(ctx, log)
-	r.removeAll(log)
-	r.finish(state, msg)
-	r.save()
-}
-
-// runLanes creates every lane's container, runs the lanes in the plan's
-// mode, and says how the run ended.
-func (r *Run) runLanes(ctx context.Context, log *slog.Logger) (State, string) {
-	// Every container is created before any starts, so an engine that
-	// refuses one lane's config starts nothing.
-	if failed := r.createAll(ctx); failed {
-		r.mu.Lock()
-		stopped := r.st.stopped
-		r.mu.Unlock()
-		switch {
-		case stopped:
-			return StateStopped, "stopped before its lanes started"
-		case ctx.Err() != nil:
-			return StateStopped, "the server is shutting down"
-		}
-		return StateFailed, "the engine refused a lane: nothing was started"
-	}
-
-	sctx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	sampling.Add(1)
-	// The sampler lives until every lane has ended.
-	go func() {
-		defer sampling.Done()
-		r.sample(sctx)
-	}()
-
-	// Groups run one after another, the lanes of a group together.
-	for _, group := range r.plan.Groups {
-		if ctx.Err() != nil {
-			for _, i := range group {
-				r.setLane(i, func(l *laneState) { l.state = LaneSkipped })
-			}
-			continue
-		}
-		var lanes sync.WaitGroup
-		for _, i := range group {
-			lanes.Add(1)
-			// Lives until lane i has exited and its results are in.
-			go func() {
-				defer lanes.Done()
-				r.runLane(ctx, i, log)
-				r.stopIdleService(i, log)
-			}()
-		}
-		lanes.Wait()
-	}
-	stopSampling()
-	sampling.Wait()
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.st.stopped:
-		return StateStopped, ""
-	case ctx.Err() != nil:
-		return StateStopped, "the server is shutting down"
-	}
-	for i, l := range r.st.lanes {
-		if l.err != "" {
-			return StateFailed, fmt.Sprintf("lane %d (%s): %s", i, r.plan.Lanes[i].Name, l.err)
-		}
-	}
-	return StateDone, ""
-}
-
-// finish gives the run its final state, phases and verdict.
-func (r *Run) finish(s State, msg string) {
-	r.update(func(st *runState) {
-		st.state, st.err = s, msg
-		st.endedAt = time.Now()
-		r.phasesLocked()
-		r.judgeLocked()
-	})
 }
 
 // AddEvent marks an engine event on its lane, once per lane and kind (a

@@ -12,7 +12,8 @@ import (
 // sample reads every running lane each interval and publishes one batch.
 // It is the only reader of the lanes' counters, whatever the number of
 // viewers.
-func (r *Run) sample(ctx context.Context) {
+func (x *execution) sample(ctx context.Context) {
+	r := x.r
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	type job struct {

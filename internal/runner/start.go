@@ -11,7 +11,8 @@ import (
 
 // createAll creates every lane's container and reads back what the engine
 // applied. It reports whether any lane failed.
-func (r *Run) createAll(ctx context.Context) bool {
+func (x *execution) createAll(ctx context.Context) bool {
+	r := x.r
 	// Load lanes join their service's network namespace, so services are
 	// created first.
 	order := make([]int, 0, len(r.plan.Lanes))
@@ -44,14 +45,14 @@ func (r *Run) createAll(ctx context.Context) bool {
 			r.mu.Unlock()
 		}
 		if err != nil {
-			r.setLane(i, func(ls *laneState) { ls.err = err.Error() })
+			x.setLane(i, func(ls *laneState) { ls.err = err.Error() })
 			return true
 		}
 		network := ""
 		if l.Target >= 0 {
 			network = "container:" + engine.ContainerName(r.id, l.Target)
 		}
-		r.setLane(i, func(ls *laneState) {
+		x.setLane(i, func(ls *laneState) {
 			applied := c.Applied
 			ls.applied, ls.atStart, ls.warnings = &applied, applied, c.Warnings
 			ls.dockerRun = experiments.DockerRun(engine.ImageRepo, l.Workload, applied, network)
@@ -62,7 +63,8 @@ func (r *Run) createAll(ctx context.Context) bool {
 
 // removeAll removes the run's containers and volumes, even when the run was
 // cancelled.
-func (r *Run) removeAll(log *slog.Logger) {
+func (x *execution) removeAll(log *slog.Logger) {
+	r := x.r
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r.mu.Lock()

@@ -153,7 +153,7 @@ func (r *Run) viewLocked() RunView {
 	}
 	first := s.lanes[0].wall
 	for i, l := range s.lanes {
-		lv := r.laneView(i, l)
+		lv := l.result(i, r.plan.Lanes[i])
 		if first > 0 && lv.WallSeconds > 0 && v.Ended {
 			lv.Ratio = lv.WallSeconds / first
 		}
@@ -162,9 +162,8 @@ func (r *Run) viewLocked() RunView {
 	return v
 }
 
-// laneView is lane i's part of the view.
-func (r *Run) laneView(i int, l *laneState) LaneResult {
-	pl := r.plan.Lanes[i]
+// result is the lane's part of the view; pl is its plan.
+func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	lv := LaneResult{
 		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
 		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun,

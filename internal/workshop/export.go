@@ -41,8 +41,8 @@ type Export struct {
 }
 
 // Export returns a run, ended or not, as a file.
-func (m *Manager) Export(id string) (Export, error) {
-	v, stream, err := m.viewAndStream(id)
+func (a *Archive) Export(id string) (Export, error) {
+	v, stream, err := a.viewAndStream(id)
 	if err != nil {
 		return Export{}, err
 	}
@@ -56,8 +56,8 @@ func (m *Manager) Export(id string) (Export, error) {
 // Import records an exported run under a new id and returns the id. The
 // spec is checked for form, not against this host: a run measured
 // elsewhere may ask for CPUs this host lacks.
-func (m *Manager) Import(e Export) (string, error) {
-	if m.opts.Store == nil {
+func (a *Archive) Import(e Export) (string, error) {
+	if a.st == nil {
 		return "", errors.New("import: this server keeps no store")
 	}
 	if e.Format != ExportFormat || e.Version != 1 {
@@ -118,7 +118,7 @@ func (m *Manager) Import(e Export) (string, error) {
 	}
 	row := store.Run{ID: id, Lab: v.Lab, Name: v.Name, State: string(v.State), CreatedAt: v.CreatedAt,
 		Summary: Summary(v), Imported: true, View: b}
-	if err := m.opts.Store.Import(row, stream); err != nil {
+	if err := a.st.Import(row, stream); err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}
 	return id, nil
@@ -131,8 +131,8 @@ var csvHeader = []string{"run", "lane", "lane_name", "t_s", "dt_s", "cpu_cores",
 	"latency_p99_ms", "latency_max_ms", "failures"}
 
 // WriteCSV writes a run's samples, one row per sample per lane.
-func (m *Manager) WriteCSV(w io.Writer, id string) error {
-	v, history, err := m.viewAndStream(id)
+func (a *Archive) WriteCSV(w io.Writer, id string) error {
+	v, history, err := a.viewAndStream(id)
 	if err != nil {
 		return err
 	}

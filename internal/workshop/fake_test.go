@@ -215,11 +215,11 @@ func TestFakeImportChecks(t *testing.T) {
 	m := fakeManager(t, fake, workshop.Options{Store: st})
 	r := mustSubmit(t, m, "ann")
 	ended(t, r)
-	e, err := m.Export(r.ID())
+	e, err := m.Archive().Export(r.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Import(e); err != nil {
+	if _, err := m.Archive().Import(e); err != nil {
 		t.Fatalf("import of an export: %v", err)
 	}
 	mutate := func(f func(e *workshop.Export)) workshop.Export {
@@ -244,7 +244,7 @@ func TestFakeImportChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := m.Import(tt.e)
+			_, err := m.Archive().Import(tt.e)
 			var invalid *workshop.InvalidImportError
 			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("import: %v, want an invalid import naming %q", err, tt.want)

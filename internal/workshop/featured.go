@@ -12,17 +12,22 @@ import (
 	"github.com/limitlab/limitlab/internal/store"
 )
 
-// featured is the run a presenter shows to everybody, and a stream of its
+// Featured is the run a presenter shows to everybody, and a stream of its
 // changes for the /live page.
-type featured struct {
+type Featured struct {
+	st     *store.Store // nil: kept in memory only
+	exists func(id string) bool
+
 	mu  sync.Mutex
 	id  string
 	hub *hub.Hub
 }
 
-func newFeatured() *featured { return &featured{hub: hub.New(0)} }
+func newFeatured(st *store.Store, exists func(id string) bool) *Featured {
+	return &Featured{st: st, exists: exists, hub: hub.New(0)}
+}
 
-func (f *featured) set(id string) {
+func (f *Featured) set(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.id = id
@@ -31,8 +36,8 @@ func (f *featured) set(id string) {
 }
 
 // Feature makes a run the featured one.
-func (m *Manager) Feature(id string) error {
-	if st := m.opts.Store; st != nil {
+func (f *Featured) Feature(id string) error {
+	if st := f.st; st != nil {
 		// The run's row is written before this, in order, when it is
 		// submitted.
 		if err := st.Feature(id, time.Now()); errors.Is(err, store.ErrNotFound) {
@@ -40,20 +45,20 @@ func (m *Manager) Feature(id string) error {
 		} else if err != nil {
 			return err
 		}
-	} else if _, ok := m.View(id); !ok {
+	} else if !f.exists(id) {
 		return fmt.Errorf("%w %q", ErrNoRun, id)
 	}
-	m.featured.set(id)
+	f.set(id)
 	return nil
 }
 
-// Featured is the featured run's id, if any.
-func (m *Manager) Featured() (string, bool) {
-	m.featured.mu.Lock()
-	defer m.featured.mu.Unlock()
-	return m.featured.id, m.featured.id != ""
+// Current is the featured run's id, if any.
+func (f *Featured) Current() (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id, f.id != ""
 }
 
-// FeaturedFeed streams {"type":"featured","id":...} on each change; its
-// history ends with the current one.
-func (m *Manager) FeaturedFeed() *hub.Hub { return m.featured.hub }
+// Feed streams {"type":"featured","id":...} on each change; its history
+// ends with the current one.
+func (f *Featured) Feed() *hub.Hub { return f.hub }

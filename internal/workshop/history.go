@@ -35,19 +35,45 @@ type stored struct {
 	hub  *hub.Hub
 }
 
-// loadStored reads an ended run from the store.
-func (m *Manager) loadStored(id string) (stored, error) {
-	if m.opts.Store == nil {
+// Archive is the history of runs: what the store keeps of ended runs, their
+// export as a file and the import of one.
+type Archive struct {
+	st  *store.Store // nil: no history beyond memory
+	log *slog.Logger
+	// live finds a run still in the manager's memory.
+	live func(id string) (*runner.Run, bool)
+}
+
+// view is an ended run's view from the store.
+func (a *Archive) view(id string) (runner.RunView, bool) {
+	if a.st == nil {
+		return runner.RunView{}, false
+	}
+	row, err := a.st.Get(id)
+	if err != nil {
+		return runner.RunView{}, false
+	}
+	var v runner.RunView
+	if err := json.Unmarshal(row.View, &v); err != nil {
+		a.log.Error("stored view", slog.String("run", id), slog.Any("err", err))
+		return runner.RunView{}, false
+	}
+	return v, true
+}
+
+// load reads an ended run from the store.
+func (a *Archive) load(id string) (stored, error) {
+	if a.st == nil {
 		return stored{}, ErrNoRun
 	}
-	row, err := m.opts.Store.Get(id)
+	row, err := a.st.Get(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return stored{}, ErrNoRun
 	}
 	if err != nil {
 		return stored{}, err
 	}
-	msgs, err := m.opts.Store.Messages(id)
+	msgs, err := a.st.Messages(id)
 	if err != nil {
 		return stored{}, err
 	}
@@ -64,19 +90,20 @@ func (m *Manager) loadStored(id string) (stored, error) {
 
 // viewAndStream is a run's view and everything it published so far,
 // whether it is in memory or in the store.
-func (m *Manager) viewAndStream(id string) (runner.RunView, [][]byte, error) {
-	if e, ok := m.live(id); ok {
-		return e.run.View(), e.run.Hub().History(), nil
+func (a *Archive) viewAndStream(id string) (runner.RunView, [][]byte, error) {
+	if r, ok := a.live(id); ok {
+		return r.View(), r.Hub().History(), nil
 	}
-	s, err := m.loadStored(id)
+	s, err := a.load(id)
 	if err != nil {
 		return runner.RunView{}, nil, fmt.Errorf("%w %q", err, id)
 	}
 	return s.view, s.hub.History(), nil
 }
 
-func (m *Manager) listStored(lab string, limit int) ([]runner.RunView, error) {
-	rows, err := m.opts.Store.List(store.Filter{Lab: lab, Limit: limit})
+// list is the stored history, newest first.
+func (a *Archive) list(lab string, limit int) ([]runner.RunView, error) {
+	rows, err := a.st.List(store.Filter{Lab: lab, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +111,7 @@ func (m *Manager) listStored(lab string, limit int) ([]runner.RunView, error) {
 	for _, row := range rows {
 		var v runner.RunView
 		if err := json.Unmarshal(row.View, &v); err != nil {
-			m.log.Error("history: stored view", slog.String("run", row.ID), slog.Any("err", err))
+			a.log.Error("history: stored view", slog.String("run", row.ID), slog.Any("err", err))
 			continue
 		}
 		out = append(out, v)
@@ -95,24 +122,24 @@ func (m *Manager) listStored(lab string, limit int) ([]runner.RunView, error) {
 // recover marks the runs that were queued or running when the server died
 // as interrupted, keeping what they recorded. Their containers are gone:
 // the server reaps every labelled container before it starts a manager.
-func (m *Manager) recover() {
-	st := m.opts.Store
+func (a *Archive) recover(featured *Featured) {
+	st := a.st
 	if st == nil {
 		return
 	}
 	if id, ok, err := st.Featured(); err == nil && ok {
-		m.featured.set(id)
+		featured.set(id)
 	}
 	rows, err := st.List(store.Filter{States: []string{string(runner.StateQueued), string(runner.StateRunning)}, Limit: 1 << 20})
 	if err != nil {
-		m.log.Error("store: finding interrupted runs", slog.Any("err", err))
+		a.log.Error("store: finding interrupted runs", slog.Any("err", err))
 		return
 	}
 	rec := recorder{st}
 	for _, row := range rows {
 		v, err := lastView(st, row)
 		if err != nil {
-			m.log.Error("store: interrupted run", slog.String("run", row.ID), slog.Any("err", err))
+			a.log.Error("store: interrupted run", slog.String("run", row.ID), slog.Any("err", err))
 			continue
 		}
 		was := v.State
@@ -128,10 +155,10 @@ func (m *Manager) recover() {
 			rec.Record(v.ID, b)
 		}
 		rec.Save(v, row.Participant)
-		m.log.Warn("run interrupted by the server's end", slog.String("run", row.ID), slog.String("was", string(was)))
+		a.log.Warn("run interrupted by the server's end", slog.String("run", row.ID), slog.String("was", string(was)))
 	}
 	if err := st.Sync(); err != nil {
-		m.log.Error("store", slog.Any("err", err))
+		a.log.Error("store", slog.Any("err", err))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -69,7 +68,8 @@ type Manager struct {
 	queue   *fairQueue[*entry]
 	running map[*entry]bool
 
-	featured *featured
+	archive  *Archive
+	featured *Featured
 }
 
 // NewManager returns a manager for runs on eng. It marks the runs the
@@ -94,8 +94,16 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{eng: eng, env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
-		queue: newFairQueue[*entry](), running: map[*entry]bool{}, featured: newFeatured()}
-	m.recover()
+		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
+	m.archive = &Archive{st: opts.Store, log: opts.Log, live: func(id string) (*runner.Run, bool) {
+		e, ok := m.live(id)
+		if !ok {
+			return nil, false
+		}
+		return e.run, true
+	}}
+	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.View(id); return ok })
+	m.archive.recover(m.featured)
 	m.wg.Add(1)
 	// The event watcher lives as long as the manager.
 	go func() {
@@ -104,6 +112,12 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	}()
 	return m
 }
+
+// Archive is the history: export, import and CSV of any run.
+func (m *Manager) Archive() *Archive { return m.archive }
+
+// Featured is the run the presenter features for the room.
+func (m *Manager) Featured() *Featured { return m.featured }
 
 // Host is what the manager knows of the engine's host.
 func (m *Manager) Host() engine.HostInfo { return m.opts.Host }
@@ -132,19 +146,7 @@ func (m *Manager) View(id string) (runner.RunView, bool) {
 	if e, ok := m.live(id); ok {
 		return e.run.View(), true
 	}
-	if m.opts.Store == nil {
-		return runner.RunView{}, false
-	}
-	row, err := m.opts.Store.Get(id)
-	if err != nil {
-		return runner.RunView{}, false
-	}
-	var v runner.RunView
-	if err := json.Unmarshal(row.View, &v); err != nil {
-		m.log.Error("stored view", slog.String("run", id), slog.Any("err", err))
-		return runner.RunView{}, false
-	}
-	return v, true
+	return m.archive.view(id)
 }
 
 // Feed is the live fan-out of a run; an ended run's is closed and holds
@@ -153,7 +155,7 @@ func (m *Manager) Feed(id string) (*hub.Hub, bool) {
 	if e, ok := m.live(id); ok {
 		return e.run.Hub(), true
 	}
-	s, err := m.loadStored(id)
+	s, err := m.archive.load(id)
 	if err != nil {
 		return nil, false
 	}
@@ -187,7 +189,7 @@ func (m *Manager) List(lab string, limit int) []runner.RunView {
 	}
 	var out []runner.RunView
 	if m.opts.Store != nil {
-		stored, err := m.listStored(lab, limit)
+		stored, err := m.archive.list(lab, limit)
 		if err != nil {
 			m.log.Error("history", slog.Any("err", err))
 		}

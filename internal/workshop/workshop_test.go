@@ -119,7 +119,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	m := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st })
 	r := submit(t, m, "ann", shortRun)
 	waitDone(t, r, time.Minute)
-	e, err := m.Export(r.ID())
+	e, err := m.Archive().Export(r.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	if err := json.Unmarshal(file, &back); err != nil {
 		t.Fatal(err)
 	}
-	id, err := m.Import(back)
+	id, err := m.Archive().Import(back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +153,12 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 
 	bad := back
 	bad.Format = "something-else"
-	if _, err := m.Import(bad); err == nil || !strings.Contains(err.Error(), "not a Limit Lab run export") {
+	if _, err := m.Archive().Import(bad); err == nil || !strings.Contains(err.Error(), "not a Limit Lab run export") {
 		t.Errorf("import of another format: %v", err)
 	}
 	bad = back
 	bad.Stream = append(append([]json.RawMessage(nil), back.Stream...), json.RawMessage(`{"type":"samples","samples":[{"lane":7}]}`))
-	if _, err := m.Import(bad); err == nil || !strings.Contains(err.Error(), "lane 7") {
+	if _, err := m.Archive().Import(bad); err == nil || !strings.Contains(err.Error(), "lane 7") {
 		t.Errorf("import of a sample of a lane the run lacks: %v", err)
 	}
 }

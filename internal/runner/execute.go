@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// execution is one Execute of a run: the work of carrying the plan out,
+// apart from the run's handle that pages and the workshop hold.
+type execution struct {
+	r *Run
+}
+
+// Execute runs the plan to its end; ctx ending stops it as the server
+// shuts down. The run reaches its final state only after its containers
+// are gone, so a finished run never has any.
+func (r *Run) Execute(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer close(r.done)
+	defer r.hub.Close()
+	log := r.env.log().With(slog.String("run", r.id))
+
+	r.mu.Lock()
+	r.cancel = cancel
+	if r.st.stopped {
+		cancel()
+	}
+	r.st.state, r.st.queuePos = StateRunning, 0
+	r.st.start = time.Now()
+	r.mu.Unlock()
+	r.save()
+	r.publishView()
+
+	x := &execution{r: r}
+	state, msg := x.runLanes(ctx, log)
+	x.removeAll(log)
+	x.finish(state, msg)
+	r.save()
+}
+
+// runLanes creates every lane's container, runs the lanes in the plan's
+// mode, and says how the run ended.
+func (x *execution) runLanes(ctx context.Context, log *slog.Logger) (State, string) {
+	r := x.r
+	// Every container is created before any starts, so an engine that
+	// refuses one lane's config starts nothing.
+	if failed := x.createAll(ctx); failed {
+		r.mu.Lock()
+		stopped := r.st.stopped
+		r.mu.Unlock()
+		switch {
+		case stopped:
+			return StateStopped, "stopped before its lanes started"
+		case ctx.Err() != nil:
+			return StateStopped, "the server is shutting down"
+		}
+		return StateFailed, "the engine refused a lane: nothing was started"
+	}
+
+	sctx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	// The sampler lives until every lane has ended.
+	go func() {
+		defer sampling.Done()
+		x.sample(sctx)
+	}()
+
+	// Groups run one after another, the lanes of a group together.
+	for _, group := range r.plan.Groups {
+		if ctx.Err() != nil {
+			for _, i := range group {
+				x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
+			}
+			continue
+		}
+		var lanes sync.WaitGroup
+		for _, i := range group {
+			lanes.Add(1)
+			// Lives until lane i has exited and its results are in.
+			go func() {
+				defer lanes.Done()
+				x.runLane(ctx, i, log)
+				x.stopIdleService(i, log)
+			}()
+		}
+		lanes.Wait()
+	}
+	stopSampling()
+	sampling.Wait()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.st.stopped:
+		return StateStopped, ""
+	case ctx.Err() != nil:
+		return StateStopped, "the server is shutting down"
+	}
+	for i, l := range r.st.lanes {
+		if l.err != "" {
+			return StateFailed, fmt.Sprintf("lane %d (%s): %s", i, r.plan.Lanes[i].Name, l.err)
+		}
+	}
+	return StateDone, ""
+}
+
+// finish gives the run its final state, phases and verdict.
+func (x *execution) finish(s State, msg string) {
+	r := x.r
+	r.update(func(st *runState) {
+		st.state, st.err = s, msg
+		st.endedAt = time.Now()
+		x.phasesLocked()
+		x.judgeLocked()
+	})
+}
