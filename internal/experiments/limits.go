@@ -2,7 +2,7 @@ package experiments
 
 import (
 	"fmt"
-	"math/big"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +21,11 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 	}
 	supported := func(field string, v Value) bool {
 		if v == "" {
+			return false
+		}
+		if len(v) > maxValueLen {
+			// Refused before any parsing: nothing a limit means is longer.
+			add(field, "at most %d characters, got %d", maxValueLen, len(v))
 			return false
 		}
 		if why, no := host.Unsupported[field]; no {
@@ -73,6 +78,10 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 			add("cpu-quota", "invalid argument %q for \"--cpu-quota\" flag: want microseconds as a whole number", l.CPUQuota)
 		case n < 1000:
 			add("cpu-quota", "CPU cfs quota can not be less than 1ms (i.e. 1000)")
+		case host.NCPU > 0 && n > int64(host.NCPU)*1000000:
+			// More than every CPU for a whole 1 s period is no limit at
+			// all; the kernel would take it, a lab would mislead.
+			add("cpu-quota", "must be at most %d (%d CPUs for a whole 1 s period), got %d", host.NCPU*1000000, host.NCPU, n)
 		default:
 			r.CPUQuota = n
 		}
@@ -144,8 +153,8 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 			}
 			return host.DataRootDevice, true
 		}
-		if !strings.HasPrefix(dev, "/dev/") {
-			add(field, "bad format for device path: %s", dev)
+		if !strings.HasPrefix(dev, "/dev/") || path.Clean(dev) != dev {
+			add(field, "bad format for device path: %s (want a clean path under /dev/)", dev)
 			return "", false
 		}
 		if host.DeviceExists != nil && !host.DeviceExists(dev) {
@@ -226,21 +235,41 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 	return r, errs
 }
 
-// parseNanoCPUs parses --cpus as the docker CLI does (opts.NanoCPUs): a
-// rational number, in billionths of a CPU, no finer.
+// maxValueLen bounds every limit's text: the longest meaningful one is a
+// device path with a rate.
+const maxValueLen = 64
+
+// parseNanoCPUs parses --cpus in billionths of a CPU, no finer. The docker
+// CLI (opts.NanoCPUs) takes any rational big.Rat parses, including
+// exponents and fractions, whose parsing can cost a server seconds of CPU
+// ("1e999999"); this takes only what a person types: a plain decimal, at
+// most six digits before the point and nine after.
 func parseNanoCPUs(s string) (int64, error) {
-	v, ok := new(big.Rat).SetString(s)
-	if !ok {
+	whole, frac, _ := strings.Cut(s, ".")
+	digits := func(d string, most int) bool {
+		if len(d) > most {
+			return false
+		}
+		for _, c := range d {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if whole == "" && frac == "" || !digits(whole, 6) || !digits(frac, 12) {
+		if strings.ContainsAny(s, "0123456789") {
+			return 0, fmt.Errorf("write CPUs as a plain decimal such as 0.5 or 2: exponents, fractions, hex and more than 6 digits are not taken")
+		}
 		return 0, fmt.Errorf("failed to parse %v as a rational number", s)
 	}
-	nano := v.Mul(v, big.NewRat(1e9, 1))
-	if !nano.IsInt() {
+	if len(frac) > 9 && strings.Trim(frac[9:], "0") != "" {
 		return 0, fmt.Errorf("value is too precise")
 	}
-	if nano.Sign() < 0 || !nano.Num().IsInt64() {
-		return 0, fmt.Errorf("value is out of range")
-	}
-	return nano.Num().Int64(), nil
+	frac = (frac + "000000000")[:9]
+	w, _ := strconv.ParseInt("0"+whole, 10, 64)
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	return w*1e9 + f, nil
 }
 
 // ParseCPUSet parses a cpuset list such as "0-2,4" into sorted CPU numbers.
@@ -249,6 +278,9 @@ func ParseCPUSet(s string) ([]int, error) {
 		return nil, fmt.Errorf("empty cpuset")
 	}
 	set := map[int]bool{}
+	if len(s) > maxValueLen || strings.Trim(s, "0123456789,-") != "" {
+		return nil, fmt.Errorf("invalid cpuset %q", s)
+	}
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)

@@ -61,6 +61,11 @@ func lanesOf(raw rawSpec, errs Errors) (Spec, Errors) {
 	if errs != nil {
 		return Spec{}, errs
 	}
+	if len(raw.Lanes) > MaxLanes {
+		// Refused before a lane is read: the cost of a spec is bounded by
+		// the lane cap, not by the body's size.
+		return Spec{}, Errors{{Lane: -1, Field: "lanes", Message: fmt.Sprintf("want 1 to %d lanes, got %d", MaxLanes, len(raw.Lanes))}}
+	}
 	spec := Spec{Name: raw.Name, Mode: raw.Mode, Duration: string(raw.Duration)}
 	for i, l := range raw.Lanes {
 		var lane Lane
@@ -83,6 +88,9 @@ func ParseLimits(data []byte) (Limits, Errors) {
 }
 
 func strictDecode(data []byte, v any) error {
+	if err := checkKeys(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -94,9 +102,72 @@ func strictDecode(data []byte, v any) error {
 	return nil
 }
 
+// keyError is a key that encoding/json would take but a spec must not
+// have: one that differs from a field's name only by case (json matches
+// names case-insensitively, so "Lanes" would fill lanes), or one given
+// twice (json keeps the last).
+type keyError struct{ key, why string }
+
+func (e *keyError) Error() string { return e.why }
+
+// checkKeys walks a JSON value's tokens and refuses duplicate keys in an
+// object and keys that are not lowercase (every spec field's name is).
+// Malformed JSON is left to the decoder to describe.
+func checkKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{object: true, seen: map[string]bool{}, key: true})
+				continue
+			case '[':
+				stack = append(stack, &frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.object && top.key {
+				if t != strings.ToLower(t) {
+					return &keyError{t, fmt.Sprintf("unknown field: field names are lowercase (%q)", strings.ToLower(t))}
+				}
+				if top.seen[t] {
+					return &keyError{t, "given twice"}
+				}
+				top.seen[t] = true
+				top.key = false
+				continue
+			}
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true // a value ended: a key comes next
+		}
+	}
+}
+
 // jsonField names the field a decoding error is about, where encoding/json
 // says so.
 func jsonField(err error, fallback string) string {
+	var ke *keyError
+	if errors.As(err, &ke) {
+		return ke.key
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		return te.Field
@@ -108,6 +179,10 @@ func jsonField(err error, fallback string) string {
 }
 
 func jsonMessage(err error) string {
+	var ke *keyError
+	if errors.As(err, &ke) {
+		return ke.why
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)

@@ -155,6 +155,7 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 	}
 	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {
 		add(-1, "lanes", "want 1 to %d lanes, got %d", MaxLanes, len(spec.Lanes))
+		return plan, errs // nothing more is read of a spec past the cap
 	}
 	seen := map[string]int{}
 	for i, lane := range spec.Lanes {
