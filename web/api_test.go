@@ -48,7 +48,7 @@ func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 	}
 	// Served as the server serves: through Listener.
 	srv := httptest.NewUnstartedServer(NewRouter(d))
-	srv.Listener = Listener(srv.Listener)
+	srv.Listener = Listener(srv.Listener, 0)
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, m
@@ -211,6 +211,7 @@ func TestRequestChecks(t *testing.T) {
 	srv, _ := newServer(t)
 	do := func(method, path, host, origin string) int {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
 		if host != "" {
 			req.Host = host
 		}

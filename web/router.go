@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,9 @@ type Deps struct {
 	AllowedOrigins []string
 	// WriteTimeout bounds each websocket write.
 	WriteTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body (15 s if zero):
+	// a client that announces a megabyte and sends ten bytes is cut off.
+	BodyTimeout time.Duration
 	// PresenterToken authenticates the presenter's calls (Authorization:
 	// Bearer); empty disables them.
 	PresenterToken string
@@ -89,9 +93,13 @@ func NewRouter(d Deps) http.Handler {
 	if d.WriteTimeout == 0 {
 		d.WriteTimeout = 5 * time.Second
 	}
+	if d.BodyTimeout == 0 {
+		d.BodyTimeout = 15 * time.Second
+	}
 	h := &handlers{Deps: d}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	r.Use(secureHeaders)
 	r.Use(h.checkHost)
 	r.Use(h.checkOrigin)
 	r.Use(h.participant)
@@ -103,6 +111,7 @@ func NewRouter(d Deps) http.Handler {
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
+		r.Use(h.bodyDeadline)
 		r.Get("/", h.home)
 		r.Get("/labs/{id}", h.labPage)
 		r.Get("/runs/{id}", h.runPage)
@@ -134,6 +143,7 @@ func NewRouter(d Deps) http.Handler {
 
 type handlers struct {
 	Deps
+	failures failureGate
 }
 
 // LoopbackHosts are the Host names a loopback listener answers to.
@@ -154,12 +164,19 @@ func (h *handlers) checkHost(next http.Handler) http.Handler {
 
 // checkOrigin refuses state-changing requests from other origins: the
 // server holds the Docker socket, so a page elsewhere must not start or
-// stop runs through the user's browser.
+// stop runs through the user's browser. A request without an Origin must
+// be one no other site's form can send: JSON, a bearer token, or what the
+// browser itself marks as same-origin.
 func (h *handlers) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin, r.Host) {
+			origin := r.Header.Get("Origin")
+			switch {
+			case origin != "" && !h.originAllowed(origin, r):
 				writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: " + origin})
+				return
+			case origin == "" && !formProof(r):
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "a request without an Origin must send Content-Type: application/json"})
 				return
 			}
 		}
@@ -167,12 +184,29 @@ func (h *handlers) checkOrigin(next http.Handler) http.Handler {
 	})
 }
 
-func (h *handlers) originAllowed(origin, host string) bool {
+// formProof says whether a request without an Origin header is one that a
+// cross-site HTML form cannot make.
+func formProof(r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/json" {
+		return true
+	}
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	s := r.Header.Get("Sec-Fetch-Site")
+	return s == "same-origin" || s == "none"
+}
+
+func (h *handlers) originAllowed(origin string, r *http.Request) bool {
 	u, err := url.Parse(origin)
 	if err != nil {
 		return false
 	}
-	if strings.EqualFold(u.Host, host) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Host, r.Host) && u.Scheme == scheme {
 		return true
 	}
 	for _, p := range h.AllowedOrigins {
@@ -188,4 +222,26 @@ func hostName(hostport string) string {
 		return strings.Trim(h, "[]")
 	}
 	return strings.Trim(hostport, "[]")
+}
+
+// secureHeaders keeps the pages out of other sites' frames and stops
+// browsers guessing content types.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "frame-ancestors 'self'")
+		hd.Set("X-Frame-Options", "SAMEORIGIN")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyDeadline gives a request BodyTimeout to arrive whole. The live
+// streams are outside its group: they last the run.
+func (h *handlers) bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.BodyTimeout))
+		next.ServeHTTP(w, r)
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
@@ -54,13 +56,51 @@ func participantOf(r *http.Request) string {
 	return id
 }
 
-// isPresenter checks the request's bearer token in constant time.
+// MinPresenterToken is the shortest presenter token the server takes.
+const MinPresenterToken = 16
+
+// isPresenter checks the request's bearer token in constant time. A wrong
+// token waits its turn: failures are let through one a second, server-wide,
+// so guessing the token takes for ever; ok is false when the request gave
+// up waiting.
 func (h *handlers) isPresenter(r *http.Request) bool {
 	if h.PresenterToken == "" {
 		return false
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1
+	if !ok {
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1 {
+		return true
+	}
+	h.failures.wait(r.Context())
+	return false
+}
+
+// failureGate spaces out failed presenter attempts.
+type failureGate struct {
+	mu   sync.Mutex
+	next time.Time // when the next failure may answer
+}
+
+// failureSpacing is how far apart failed presenter attempts answer.
+const failureSpacing = time.Second
+
+func (g *failureGate) wait(ctx context.Context) {
+	g.mu.Lock()
+	at := time.Now()
+	if g.next.After(at) {
+		at = g.next
+	}
+	g.next = at.Add(failureSpacing)
+	g.mu.Unlock()
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // presenterOnly refuses a call without the presenter's token.

@@ -99,6 +99,7 @@ func TestPresenterActionsNeedTheToken(t *testing.T) {
 	// Another participant's run waits behind the long one (one run at a
 	// time); clearing the queue ends it, unstarted, and says why.
 	req, _ := http.NewRequest("POST", srv.URL+"/api/runs", strings.NewReader(`{"name": "waiting", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.1"}}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	res, err := other.Do(req)
 	if err != nil {
 		t.Fatal(err)

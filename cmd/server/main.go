@@ -52,6 +52,7 @@ type config struct {
 	maxRunning   int
 	queueWait    time.Duration
 	presenter    string
+	maxConns     int
 	quotas       workshop.Quotas
 }
 
@@ -87,7 +88,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.dataDir, "data", "data", "directory of the run store (created on first start)")
 	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
-	fs.StringVar(&c.presenter, "presenter-token", "", "token the presenter sends as Authorization: Bearer (default $LIMITLAB_PRESENTER_TOKEN; none: no presenter)")
+	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
+	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -99,8 +101,19 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.presenter == "" {
-		c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
+	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return c, fmt.Errorf("-presenter-token-file: %w", err)
+		}
+		c.presenter = strings.TrimSpace(string(b))
+	}
+	if c.presenter != "" && len(c.presenter) < web.MinPresenterToken {
+		return c, fmt.Errorf("the presenter token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(c.presenter), web.MinPresenterToken)
+	}
+	if h, _, err := net.SplitHostPort(c.addr); err == nil && !isLoopback(h) && c.allowHosts == "" {
+		return c, fmt.Errorf("-addr %s listens beyond this machine: name the host names attendees will use with -allow-host (e.g. -allow-host lab.example.org,192.0.2.10), so that no other site can reach the dashboard through DNS rebinding", c.addr)
 	}
 	if c.maxRunning < 1 {
 		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
@@ -109,6 +122,12 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-sample %s: must be from %s to %s", c.interval, runner.MinInterval, runner.MaxInterval)
 	}
 	return c, nil
+}
+
+// isLoopback says whether a listening host stays on this machine.
+func isLoopback(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 func splitList(s string) []string {
@@ -171,10 +190,8 @@ func run(ctx context.Context, args []string) error {
 	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Interval: cfg.interval, Host: host, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
 	hosts := splitList(cfg.allowHosts)
-	if h, _, err := net.SplitHostPort(cfg.addr); err == nil {
-		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
-			hosts = append(hosts, web.LoopbackHosts...)
-		}
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && isLoopback(h) {
+		hosts = append(hosts, web.LoopbackHosts...)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -188,12 +205,15 @@ func run(ctx context.Context, args []string) error {
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Keep-alive connections idle this long are closed; bodies have
+		// their own deadline (web.Deps.BodyTimeout).
+		IdleTimeout: 2 * time.Minute,
 	}
 	errc := make(chan error, 1)
 	// The listener lives until Shutdown.
 	go func() {
 		log.Info("listening", slog.String("url", "http://"+cfg.addr))
-		errc <- srv.Serve(web.Listener(ln))
+		errc <- srv.Serve(web.Listener(ln, cfg.maxConns))
 	}()
 	select {
 	case err := <-errc:

@@ -182,3 +182,45 @@ func TestFlags(t *testing.T) {
 		t.Errorf("defaults %+v, %v", c, err)
 	}
 }
+
+func TestFlagsGuardAWorkshop(t *testing.T) {
+	t.Setenv("LIMITLAB_PRESENTER_TOKEN", "")
+	dir := t.TempDir()
+	short, long := dir+"/short", dir+"/long"
+	if err := os.WriteFile(short, []byte("tooshort\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(long, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // part of the error; "" for none
+	}{
+		{"loopback by default", nil, ""},
+		{"a network without host names", []string{"-addr", "0.0.0.0:8080"}, "-allow-host"},
+		{"a network with host names", []string{"-addr", "0.0.0.0:8080", "-allow-host", "lab.example.org"}, ""},
+		{"a short token", []string{"-presenter-token-file", short}, "at least 16"},
+		{"a token file", []string{"-presenter-token-file", long}, ""},
+		{"a token file that is not there", []string{"-presenter-token-file", dir + "/none"}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseFlags(tt.args)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want one naming %q", err, tt.want)
+			}
+			if tt.name == "a token file" && c.presenter != "0123456789abcdef0123" {
+				t.Errorf("token %q", c.presenter)
+			}
+		})
+	}
+	t.Setenv("LIMITLAB_PRESENTER_TOKEN", "short")
+	if _, err := parseFlags(nil); err == nil {
+		t.Error("a short token from the environment accepted")
+	}
+}

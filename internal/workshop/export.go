@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -150,7 +151,7 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 		for _, s := range msg.Samples {
 			name := ""
 			if s.Lane >= 0 && s.Lane < len(v.Lanes) {
-				name = v.Lanes[s.Lane].Name
+				name = csvText(v.Lanes[s.Lane].Name)
 			}
 			row := []string{v.ID, strconv.Itoa(s.Lane), name, f(s.T), f(s.DT), f(s.CPU), u(s.MemBytes), u(s.MemLimit),
 				f(s.ReadBps), f(s.WriteBps), f(s.ReadIOPS), f(s.WriteIOPS), u(s.Pids), u(s.Periods), u(s.ThrottledPeriods),
@@ -168,4 +169,14 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvText keeps a cell of the user's text from being read as a formula by
+// a spreadsheet (CSV injection): one starting with = + - @ or a control
+// character gets a leading apostrophe, as OWASP advises.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

@@ -252,3 +252,4 @@ func TestFakeImportChecks(t *testing.T) {
 		})
 	}
 }
+

@@ -1,0 +1,194 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab"
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/store"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// newFakeServer serves the real router over a manager on the fake engine:
+// for the checks of requests, which need no containers.
+func newFakeServer(t testing.TB, deps func(*Deps), options ...func(*workshop.Options)) (*httptest.Server, *workshop.Manager, *enginefake.Engine) {
+	t.Helper()
+	fake := enginefake.New()
+	fake.Runtime = 50 * time.Millisecond
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	opts := workshop.Options{Host: fake.Host(), Store: st, Quotas: &workshop.Quotas{}}
+	for _, o := range options {
+		o(&opts)
+	}
+	m := workshop.NewManager(fake, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
+	if deps != nil {
+		deps(&d)
+	}
+	srv := httptest.NewUnstartedServer(NewRouter(d))
+	srv.Listener = Listener(srv.Listener, 0)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, m, fake
+}
+
+func newJarClient() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
+}
+
+func TestPagesRefuseFramingAndSniffing(t *testing.T) {
+	srv, _, _ := newFakeServer(t, nil)
+	for _, path := range []string{"/", "/api/host", "/static/app.css"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		h := res.Header
+		if h.Get("X-Frame-Options") != "SAMEORIGIN" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'self'") ||
+			h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v", path, h)
+		}
+	}
+}
+
+func TestStateChangesNeedProofOfOrigin(t *testing.T) {
+	srv, _, _ := newFakeServer(t, nil)
+	post := func(contentType string, header map[string]string) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/runs", strings.NewReader(`{"lanes": []}`))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	tests := []struct {
+		name        string
+		contentType string
+		header      map[string]string
+		want        int
+	}{
+		{"a form's text/plain without Origin", "text/plain", nil, http.StatusForbidden},
+		{"a form's urlencoded without Origin", "application/x-www-form-urlencoded", nil, http.StatusForbidden},
+		{"no content type, no Origin", "", nil, http.StatusForbidden},
+		{"JSON without Origin (a script)", "application/json; charset=utf-8", nil, http.StatusBadRequest},
+		{"the browser's own same-origin mark", "text/plain", map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusBadRequest},
+		{"same host, other scheme", "application/json", map[string]string{"Origin": strings.Replace(srv.URL, "http:", "https:", 1)}, http.StatusForbidden},
+		{"same origin", "application/json", map[string]string{"Origin": srv.URL}, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := post(tt.contentType, tt.header); got != tt.want {
+				t.Errorf("status %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSlowBodyIsCutOff: a client that announces a megabyte and sends ten
+// bytes is disconnected once the body deadline passes.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.BodyTimeout = 300 * time.Millisecond })
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{\"lanes\":")
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(bufio.NewReader(c)) // the server answers and closes, or just closes
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open after %s", time.Since(start))
+	}
+}
+
+// TestConnectionCap: past the cap, a client waits until a connection closes.
+func TestConnectionCap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go srv.Serve(Listener(ln, 2))
+	defer srv.Close()
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// The two idle connections hold both places; a third request waits.
+	third := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	if res, err := third.Get("http://" + ln.Addr().String()); err == nil {
+		res.Body.Close()
+		t.Fatal("a third connection was served past a cap of two")
+	}
+	held[0].Close()
+	third.Timeout = 10 * time.Second
+	res, err := third.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatalf("after a connection closed: %v", err)
+	}
+	res.Body.Close()
+	held[1].Close()
+}
+
+// TestWrongPresenterTokensAreSpacedOut: three wrong guesses at once answer
+// a second apart, whoever sends them.
+func TestWrongPresenterTokensAreSpacedOut(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.PresenterToken = "0123456789abcdef-token" })
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", srv.URL+"/api/presenter/check", nil)
+			req.Header.Set("Authorization", fmt.Sprintf("Bearer guess-%d", i))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("a wrong token: status %d", res.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d < 2*failureSpacing {
+		t.Errorf("three wrong tokens answered within %s: they are not spaced out", d)
+	}
+}
