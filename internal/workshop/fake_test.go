@@ -252,4 +252,3 @@ func TestFakeImportChecks(t *testing.T) {
 		})
 	}
 }
-
