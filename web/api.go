@@ -77,11 +77,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	var quota *workshop.QuotaError
 	switch {
 	case errors.As(err, &quota):
-		// As Kubernetes refuses a pod over a quota: 403, naming the limit.
-		writeJSON(w, http.StatusForbidden, map[string]any{
-			"errors": experiments.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
-			"quota":  quota,
-		})
+		writeQuota(w, quota)
 		return
 	case err != nil:
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
@@ -118,9 +114,12 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := h.Runs.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
 	var verrs experiments.Errors
+	var quota *workshop.QuotaError
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, rec)
+	case errors.As(err, &quota):
+		writeQuota(w, quota)
 	case errors.As(err, &verrs):
 		writeJSON(w, http.StatusBadRequest, errorsBody{verrs})
 	case errors.Is(err, runner.ErrLaneNotRunning):
@@ -167,4 +166,13 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
+}
+
+// writeQuota refuses a run or a change over a quota as Kubernetes refuses a
+// pod: 403, naming the limit and by how much.
+func writeQuota(w http.ResponseWriter, quota *workshop.QuotaError) {
+	writeJSON(w, http.StatusForbidden, map[string]any{
+		"errors": experiments.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
+		"quota":  quota,
+	})
 }

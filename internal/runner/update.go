@@ -32,12 +32,29 @@ func (r *Run) LaneLimits(lane int) (requested, applied experiments.Resources, er
 	return r.plan.Lanes[lane].Resources, *l.applied, nil
 }
 
+// Resources are the lanes' limits now: what the engine applied, where a
+// lane's container exists, else what the lane asked for.
+func (r *Run) Resources() []experiments.Resources {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]experiments.Resources, len(r.st.lanes))
+	for i, l := range r.st.lanes {
+		out[i] = r.plan.Lanes[i].Resources
+		if l.applied != nil {
+			out[i] = *l.applied
+		}
+	}
+	return out
+}
+
 // UpdateLimits changes a running lane's limits through the engine's
 // container update (docker update), reads back what the engine applied, and
-// records the change in the run. A change that fails validation or that the
-// engine refuses leaves the lane as it was; the returned experiments.Errors
-// say why, in the engine's words where it gave them.
-func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits) (ChangeRecord, error) {
+// records the change in the run. admit, if not nil, is asked first whether
+// the lane may have the limits it would have after the change; its error
+// refuses the change. A change that fails validation, admit or the engine
+// leaves the lane as it was; the returned experiments.Errors say why, in
+// the engine's words where it gave them.
+func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after experiments.Resources) error) (ChangeRecord, error) {
 	requested, current, err := r.LaneLimits(lane)
 	if err != nil {
 		return ChangeRecord{}, err
@@ -57,6 +74,11 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		// The lane left swap to Docker's default, as much again as its
 		// memory; keep that default rather than trip over the old one.
 		delta.MemorySwap = 2 * delta.Memory
+	}
+	if admit != nil {
+		if err := admit(current.Merge(delta)); err != nil {
+			return ChangeRecord{}, err
+		}
 	}
 	res := engine.Resources(delta)
 	eng := r.env.Engine

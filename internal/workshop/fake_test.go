@@ -252,3 +252,46 @@ func TestFakeImportChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestFakeLiveChangesKeepToQuotas: a live change is checked as a
+// submission is, and what it grants counts against the next submission.
+func TestFakeLiveChangesKeepToQuotas(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 2, Quotas: &workshop.Quotas{
+		Participant: workshop.Limits{CPUs: 1, Memory: 1 << 30}}})
+	small := strings.Replace(fakeSpec, `"cpus": "0.5", "memory": "64m"`, `"cpus": "0.1", "memory": "32m"`, 1)
+	r, err := fakeSubmit(t, m, "ann", small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane never ran")
+		}
+	}
+	ctx := context.Background()
+	var q *workshop.QuotaError
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{CPUs: "2"}); !errors.As(err, &q) || q.Limit != "cpus" || q.Lane != 0 {
+		t.Errorf("a change to --cpus 2 over a 1-CPU quota: %v", err)
+	}
+	var verrs experiments.Errors
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{Memory: "16g"}); !errors.As(err, &verrs) || verrs[0].Field != "memory" {
+		t.Errorf("a change to --memory 16g on an 8 GiB host: %v", err)
+	}
+	if v := r.View(); v.Lanes[0].Applied.NanoCPUs != 1e8 || v.Lanes[0].Applied.Memory != 32<<20 {
+		t.Errorf("refused changes reached the engine: %+v", v.Lanes[0].Applied)
+	}
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{CPUs: "0.5"}); err != nil {
+		t.Fatalf("a change within the quota: %v", err)
+	}
+	// 0.5 now counts: a second run of 0.6 is over the participant's 1 CPU.
+	second := strings.Replace(fakeSpec, `"cpus": "0.5"`, `"cpus": "0.6"`, 1)
+	if _, err := fakeSubmit(t, m, "ann", second); !errors.As(err, &q) || q.Limit != "cpus" {
+		t.Errorf("a second run after the change: %v", err)
+	}
+	if err := m.Stop(r.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, r)
+}

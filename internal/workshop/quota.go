@@ -3,6 +3,7 @@ package workshop
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/docker/go-units"
@@ -45,10 +46,11 @@ func (a ask) plus(b ask) ask {
 func askOf(plan experiments.Plan, ncpu int) ask {
 	a := ask{runs: 1, containers: len(plan.Lanes)}
 	for _, l := range plan.Lanes {
-		a.memory += l.Resources.Memory
-		switch cpus := experiments.Demand(l.Workload, l.Resources).CPUs; {
-		case l.Resources.CPULimit() > 0:
-			a.cpus += l.Resources.CPULimit()
+		r := l.Resources
+		a.memory += r.Memory
+		switch cpus := experiments.Demand(l.Workload, r).CPUs; {
+		case r.CPULimit() > 0:
+			a.cpus += r.CPULimit()
 		case len(cpus) > 0:
 			a.cpus += float64(len(cpus))
 		default:
@@ -56,6 +58,17 @@ func askOf(plan experiments.Plan, ncpu int) ask {
 		}
 	}
 	return a
+}
+
+// withResources is plan with its lanes' limits replaced by res: a running
+// run's plan as its live changes have made it.
+func withResources(plan experiments.Plan, res []experiments.Resources) experiments.Plan {
+	p := plan
+	p.Lanes = slices.Clone(plan.Lanes)
+	for i := range p.Lanes {
+		p.Lanes[i].Resources = res[i]
+	}
+	return p
 }
 
 // QuotaError is a submission refused by a limit: which one, and by how

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -179,7 +180,58 @@ func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, chan
 		}
 		return runner.ChangeRecord{}, fmt.Errorf("%w %q", ErrNoRun, runID)
 	}
-	return e.run.UpdateLimits(ctx, lane, change)
+	rec, err := e.run.UpdateLimits(ctx, lane, change, func(after experiments.Resources) error {
+		return m.admitChange(e, lane, after)
+	})
+	if err == nil {
+		// The run's ask is what its lanes may use now.
+		res := e.run.Resources()
+		m.mu.Lock()
+		e.ask = askOf(withResources(e.run.Plan(), res), m.opts.Host.NCPU)
+		m.mu.Unlock()
+	}
+	return rec, err
+}
+
+// admitChange checks a lane's limits after a live change as a submission
+// is checked: against the participant's quotas over their other queued and
+// running runs, the host's over the other running runs, and the host's
+// memory, which no run's lanes may ask for more than in all.
+func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) error {
+	res := e.run.Resources()
+	res[lane] = after
+	plan := withResources(e.run.Plan(), res)
+	a := askOf(plan, m.opts.Host.NCPU)
+	if total := m.opts.Host.MemTotal; total > 0 && a.memory > total {
+		return experiments.Errors{{Lane: lane, Field: "memory", Message: fmt.Sprintf(
+			"the run's lanes would ask for %s of memory in all, more than the host's %s", units.BytesSize(float64(a.memory)), units.BytesSize(float64(total)))}}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var mine, running ask
+	for _, o := range m.order {
+		if o == e || o.run.Ended() {
+			continue
+		}
+		if o.run.Participant() == e.run.Participant() {
+			mine = mine.plus(o.ask)
+		}
+		if m.running[o] {
+			running = running.plus(o.ask)
+		}
+	}
+	q := m.opts.Quotas
+	err := checkLimits("participant", plan, a, mine, q.Participant)
+	if err == nil {
+		err = checkLimits("host", plan, a, running, q.Host)
+	}
+	if err != nil {
+		if err.Lane < 0 {
+			err.Lane = lane // the change is the lane's
+		}
+		return err
+	}
+	return nil
 }
 
 // forget drops an ended run from memory once the store has all of it, so
