@@ -165,9 +165,6 @@ func run(ctx context.Context, args []string) error {
 	}
 	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
 		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
-	if _, err := engine.Reap(ctx, eng, "", log); err != nil {
-		return err
-	}
 	bin := cfg.workloadBin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -183,11 +180,22 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	instance, err := store.Instance(cfg.dataDir)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	// Only this server's leftovers: another on the same engine keeps its
+	// containers.
+	if err := workshop.ReapLeftovers(ctx, eng, st, instance, log); err != nil {
+		st.Close()
+		return err
+	}
 	defer st.Close()
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
 	// The manager marks runs the last instance left unfinished as
 	// interrupted; their containers went with the reaping above.
-	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Interval: cfg.interval, Host: host, Log: log,
+	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Instance: instance, Interval: cfg.interval, Host: host, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && isLoopback(h) {

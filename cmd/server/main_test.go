@@ -37,20 +37,33 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 	eng, image, _ := enginetest.Engine(t)
 	ctx := context.Background()
 
-	// What an earlier instance that died would have left.
-	if _, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: image, Cmd: []string{"spin"}, Labels: map[string]string{engine.LabelRun: "earlier-instance"}},
-	}); err != nil {
+	// What an earlier life of this server (its data directory names its
+	// instance) left when it died, and a container of another server on
+	// the same engine, which must stay.
+	dataDir := t.TempDir()
+	if err := os.WriteFile(dataDir+"/instance", []byte("earlier\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for run, instance := range map[string]string{"earlier-instance": "earlier", "other-server": "someone-else"} {
+		res, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config: &container.Config{Image: image, Cmd: []string{"spin"}, Labels: map[string]string{engine.LabelRun: run, engine.LabelInstance: instance}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = eng.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}) })
 	}
 
 	bin, err := enginetest.BuildBinary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, exited, base := startServer(t, bin, t.TempDir())
+	cmd, exited, base := startServer(t, bin, dataDir)
 	if n := enginetest.Labelled(t, "earlier-instance"); n != 0 {
 		t.Errorf("%d leftover containers after start-up, want them reaped", n)
+	}
+	if n := enginetest.Labelled(t, "other-server"); n != 1 {
+		t.Errorf("another server's container: %d left after start-up, want it kept", n)
 	}
 
 	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(

@@ -23,7 +23,7 @@ const WorkloadUser = "65534:65534"
 // load lane joins the network namespace of the http lane it loads
 // (targetID), the run's private network, which has no address anything
 // outside the run could reach and goes when the service goes.
-func CreateOptions(runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
+func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
 	var mounts []mount.Mount
 	if l.Workload.Disk() {
 		// A volume of the lane's own: a real filesystem on a block device
@@ -41,13 +41,10 @@ func CreateOptions(runID string, lane int, l experiments.PlannedLane, image, tar
 	return client.ContainerCreateOptions{
 		Name: ContainerName(runID, lane),
 		Config: &container.Config{
-			Image: image,
-			Cmd:   l.Workload.Args(),
-			User:  WorkloadUser,
-			Labels: map[string]string{
-				LabelRun:  runID,
-				LabelLane: strconv.Itoa(lane),
-			},
+			Image:  image,
+			Cmd:    l.Workload.Args(),
+			User:   WorkloadUser,
+			Labels: labels(instance, runID, lane),
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    mode,
@@ -129,15 +126,36 @@ func Applied(r container.Resources) experiments.Resources {
 	return out
 }
 
-// Reap removes the containers that carry the run label, of every run when
-// runID is empty: at start-up, the leftovers of an earlier instance; at
-// shutdown, anything a run could not clean up. It returns how many it
-// removed.
-func Reap(ctx context.Context, eng Engine, runID string, log *slog.Logger) (int, error) {
-	label := LabelRun
-	if runID != "" {
-		label += "=" + runID
+// labels mark a lane's container and volume as the run's and the server's.
+func labels(instance, runID string, lane int) map[string]string {
+	l := map[string]string{LabelRun: runID, LabelLane: strconv.Itoa(lane)}
+	if instance != "" {
+		l[LabelInstance] = instance
 	}
+	return l
+}
+
+// Reap removes the containers of a run: at shutdown, anything the run could
+// not clean up; at start-up, those of the runs the store says were running
+// when the server died. It returns how many it removed.
+func Reap(ctx context.Context, eng Engine, runID string, log *slog.Logger) (int, error) {
+	if runID == "" {
+		return 0, fmt.Errorf("engine: reap: no run named")
+	}
+	return reap(ctx, eng, LabelRun+"="+runID, log)
+}
+
+// ReapInstance removes the containers a server instance made: at
+// start-up, what its previous life left. Another instance's containers on
+// the same engine stay.
+func ReapInstance(ctx context.Context, eng Engine, instance string, log *slog.Logger) (int, error) {
+	if instance == "" {
+		return 0, fmt.Errorf("engine: reap: no instance named")
+	}
+	return reap(ctx, eng, LabelInstance+"="+instance, log)
+}
+
+func reap(ctx context.Context, eng Engine, label string, log *slog.Logger) (int, error) {
 	list, err := eng.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", label),
@@ -154,7 +172,7 @@ func Reap(ctx context.Context, eng Engine, runID string, log *slog.Logger) (int,
 		n++
 	}
 	if n > 0 {
-		log.Info("reaped leftover containers", slog.Int("count", n))
+		log.Info("reaped leftover containers", slog.Int("count", n), slog.String("label", label))
 	}
 	return n, nil
 }

@@ -28,6 +28,9 @@ const ImageRepo = "limitlab-workload"
 const (
 	LabelRun  = "io.limitlab.run"
 	LabelLane = "io.limitlab.lane"
+	// LabelInstance holds the id of the server that made the container:
+	// a server reaps only its own, never another's on the same engine.
+	LabelInstance = "io.limitlab.instance"
 )
 
 // EnsureImage makes sure the workload image for the static binary at

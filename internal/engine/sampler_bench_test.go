@@ -22,7 +22,7 @@ func benchContainer(b *testing.B) (string, int) {
 	eng, image, _ := enginetest.Engine(b)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Workload: experiments.Workload{Kind: "mem", MB: 8, Seconds: 600}}
-	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("bench", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "bench", 0, plan, image, ""))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func TestReapRemovesLeftovers(t *testing.T) {
 	eng, image, _ := realEngine(t)
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
-	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("leftover", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "leftover", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestContainerIsHardened(t *testing.T) {
 	ctx := context.Background()
 	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
 		Resources: experiments.Resources{Memory: 64 << 20}}
-	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("hardened", 0, plan, image, ""))
+	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "hardened", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

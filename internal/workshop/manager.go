@@ -28,6 +28,7 @@ var ErrShuttingDown = errors.New("workshop: shutting down")
 // Options configure a Manager.
 type Options struct {
 	Image    string        // the workload image reference
+	Instance string        // the server's id, labelling its containers
 	Interval time.Duration // sampling interval; runner.DefaultInterval if zero
 	Host     engine.HostInfo
 	Log      *slog.Logger
@@ -88,7 +89,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	if opts.Quotas == nil {
 		opts.Quotas = &DefaultQuotas
 	}
-	env := &runner.Env{Engine: eng, Image: opts.Image, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
+	env := &runner.Env{Engine: eng, Image: opts.Image, Instance: opts.Instance, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
 	if opts.Store != nil {
 		env.Recorder = recorder{opts.Store}
 	}
@@ -118,6 +119,26 @@ func (m *Manager) Archive() *Archive { return m.archive }
 
 // Featured is the run the presenter features for the room.
 func (m *Manager) Featured() *Featured { return m.featured }
+
+// ReapLeftovers removes what an earlier life of this server left on the
+// engine: the containers labelled with its instance, and those of the runs
+// its store says were queued or running (older servers labelled no
+// instance). Another server's containers on the same engine stay.
+func ReapLeftovers(ctx context.Context, eng engine.Engine, st *store.Store, instance string, log *slog.Logger) error {
+	if _, err := engine.ReapInstance(ctx, eng, instance, log); err != nil {
+		return err
+	}
+	rows, err := st.List(store.Filter{States: []string{string(runner.StateQueued), string(runner.StateRunning)}, Limit: 1 << 20})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if _, err := engine.Reap(ctx, eng, row.ID, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Host is what the manager knows of the engine's host.
 func (m *Manager) Host() engine.HostInfo { return m.opts.Host }

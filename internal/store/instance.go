@@ -1,0 +1,43 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// InstanceFile holds the id of the server that uses a data directory.
+const InstanceFile = "instance"
+
+// Instance is the id of the server whose store is in dir: made at random
+// on first start and kept, so that a restarted server knows its own
+// containers (labelled with it) from another server's on the same engine.
+func Instance(dir string) (string, error) {
+	path := filepath.Join(dir, InstanceFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw := make([]byte, 8)
+		_, _ = rand.Read(raw)
+		id := hex.EncodeToString(raw)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("store: data directory: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("store: instance id: %w", err)
+		}
+		return id, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: instance id: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" || len(id) > 64 || strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyz-") != "" {
+		return "", fmt.Errorf("store: %s holds %q: want a short lowercase id", path, id)
+	}
+	return id, nil
+}
