@@ -17,7 +17,12 @@ async function check() {
     tokenStatus.textContent = "Enter the token the server was started with.";
     return;
   }
-  if (await call("GET", "/api/presenter/check")) tokenStatus.textContent = "Presenter: ready.";
+  const body = await call("GET", "/api/presenter/check");
+  if (!body) return;
+  tokenStatus.textContent = "Presenter: ready.";
+  const code = document.getElementById("join-code");
+  code.hidden = !body.join_code;
+  code.textContent = body.join_code ? `Join code for the room: ${body.join_code}` : "";
 }
 
 document.getElementById("token-form").addEventListener("submit", (ev) => {

@@ -73,7 +73,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
 		return
 	}
-	run, err := h.Runs.Submit(spec, plan, participantOf(r))
+	run, err := h.Runs.SubmitFrom(spec, plan, participantOf(r), addressOf(r))
 	var quota *workshop.QuotaError
 	switch {
 	case errors.As(err, &quota):

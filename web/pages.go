@@ -24,7 +24,7 @@ var limitFields = []limitField{
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 	runs := h.Runs.List("", 10)
-	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), runs)).ServeHTTP(w, r)
+	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), runs, !h.joined(r))).ServeHTTP(w, r)
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {

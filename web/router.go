@@ -29,9 +29,9 @@ import (
 // running and ended.
 type Runs interface {
 	Host() engine.HostInfo
-	// Submit queues a run for a participant; a refusal by a quota is a
-	// *workshop.QuotaError.
-	Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error)
+	// SubmitFrom queues a run for a participant at a client address; a
+	// refusal by a quota is a *workshop.QuotaError.
+	SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error)
 	// View is a run as it is now, or as it ended.
 	View(id string) (runner.RunView, bool)
 	// List is the history, newest first, at most limit runs; lab, if
@@ -83,6 +83,10 @@ type Deps struct {
 	// PresenterToken authenticates the presenter's calls (Authorization:
 	// Bearer); empty disables them.
 	PresenterToken string
+	// JoinCode, if set, must be entered once (POST /api/join) before a
+	// participant may run, stop, change or import anything; without it a
+	// browser can watch.
+	JoinCode string
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -126,12 +130,13 @@ func NewRouter(d Deps) http.Handler {
 			r.Get("/host", h.apiHost)
 			r.Get("/labs", h.apiLabs)
 			r.Get("/runs", h.apiListRuns)
-			r.Post("/runs", h.apiCreateRun)
+			r.With(h.mustJoin).Post("/runs", h.apiCreateRun)
 			r.Get("/runs/{id}", h.apiGetRun)
-			r.Post("/runs/{id}/stop", h.apiStopRun)
-			r.Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
+			r.With(h.mustJoin).Post("/runs/{id}/stop", h.apiStopRun)
+			r.With(h.mustJoin).Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
 			r.Get("/runs/{id}/export", h.apiExport)
-			r.Post("/runs/import", h.apiImport)
+			r.With(h.mustJoin).Post("/runs/import", h.apiImport)
+			r.Post("/join", h.apiJoin)
 			r.Get("/featured", h.apiFeatured)
 			r.With(h.presenterOnly).Post("/runs/{id}/feature", h.apiFeature)
 			r.With(h.presenterOnly).Post("/queue/clear", h.apiClearQueue)
@@ -143,7 +148,8 @@ func NewRouter(d Deps) http.Handler {
 
 type handlers struct {
 	Deps
-	failures failureGate
+	failures  failureGate
+	newcomers rateWindow
 }
 
 // LoopbackHosts are the Host names a loopback listener answers to.

@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,43 +16,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
-
-// ParticipantCookie holds a browser's participant id: the queue's fairness
-// and the per-participant limits go by it.
-const ParticipantCookie = "limitlab_participant"
-
-type participantKey struct{}
-
-// participant gives every browser a participant id, in a cookie it keeps
-// for a year. A client without cookies is a new participant each request.
-func (h *handlers) participant(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := ""
-		if c, err := r.Cookie(ParticipantCookie); err == nil && validParticipant(c.Value) {
-			id = c.Value
-		} else {
-			b := make([]byte, 16)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
-			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: id, Path: "/", MaxAge: 365 * 24 * 3600,
-				HttpOnly: true, SameSite: http.SameSiteLaxMode})
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), participantKey{}, id)))
-	})
-}
-
-func validParticipant(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
-
-func participantOf(r *http.Request) string {
-	id, _ := r.Context().Value(participantKey{}).(string)
-	return id
-}
 
 // MinPresenterToken is the shortest presenter token the server takes.
 const MinPresenterToken = 16
@@ -214,7 +175,7 @@ func (h *handlers) apiClearQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]bool{"presenter": true})
+	writeJSON(w, http.StatusOK, map[string]any{"presenter": true, "join_code": h.JoinCode})
 }
 
 // featuredLive streams which run is featured: the current one on connect,

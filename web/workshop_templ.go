@@ -830,7 +830,7 @@ func presenterPage() templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<h1>Presenter</h1><form id=\"token-form\" class=\"token\"><label>Presenter token <input type=\"password\" id=\"token\" autocomplete=\"off\" data-testid=\"token\"></label> <button type=\"submit\">Use</button> <span id=\"token-status\" data-testid=\"token-status\"></span></form><p><button type=\"button\" id=\"clear-queue\" data-testid=\"clear-queue\">Clear the queue</button> <a href=\"/live\" target=\"_blank\">Open /live</a></p><table class=\"results\" data-testid=\"presenter-runs\"><thead><tr><th>When</th><th>Name</th><th>State</th><th></th></tr></thead> <tbody id=\"presenter-runs\"></tbody></table><script type=\"module\" src=\"/static/presenter.js\"></script>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<h1>Presenter</h1><form id=\"token-form\" class=\"token\"><label>Presenter token <input type=\"password\" id=\"token\" autocomplete=\"off\" data-testid=\"token\"></label> <button type=\"submit\">Use</button> <span id=\"token-status\" data-testid=\"token-status\"></span></form><p class=\"join-code\" id=\"join-code\" data-testid=\"join-code\" hidden></p><p><button type=\"button\" id=\"clear-queue\" data-testid=\"clear-queue\">Clear the queue</button> <a href=\"/live\" target=\"_blank\">Open /live</a></p><table class=\"results\" data-testid=\"presenter-runs\"><thead><tr><th>When</th><th>Name</th><th>State</th><th></th></tr></thead> <tbody id=\"presenter-runs\"></tbody></table><script type=\"module\" src=\"/static/presenter.js\"></script>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -53,6 +53,9 @@ type config struct {
 	queueWait    time.Duration
 	presenter    string
 	maxConns     int
+	joinCode     string
+	maxQueue     int
+	addressRuns  int
 	quotas       workshop.Quotas
 }
 
@@ -90,6 +93,9 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
 	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
 	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
+	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
+	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
+	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -102,6 +108,9 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
+	if c.joinCode == "" {
+		c.joinCode = os.Getenv("LIMITLAB_JOIN_CODE")
+	}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
@@ -196,7 +205,7 @@ func run(ctx context.Context, args []string) error {
 	// The manager marks runs the last instance left unfinished as
 	// interrupted; their containers went with the reaping above.
 	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Instance: instance, Interval: cfg.interval, Host: host, Log: log,
-		Store: st, MaxRunning: cfg.maxRunning, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
+		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && isLoopback(h) {
 		hosts = append(hosts, web.LoopbackHosts...)
@@ -210,7 +219,7 @@ func run(ctx context.Context, args []string) error {
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Static: limitlab.Static(), Log: log,
-			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter,
+			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections idle this long are closed; bodies have

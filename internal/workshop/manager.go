@@ -41,15 +41,29 @@ type Options struct {
 	MaxWait    time.Duration
 	// Quotas are checked when a run is submitted; DefaultQuotas if nil.
 	Quotas *Quotas
+	// MaxQueue is how many runs may wait at once (DefaultMaxQueue if
+	// zero); AddressRuns how many queued or running runs one client
+	// address may have, whatever participants it claims to be
+	// (DefaultAddressRuns if zero; negative: no limit).
+	MaxQueue    int
+	AddressRuns int
 }
+
+// The defaults of Options.MaxQueue and Options.AddressRuns: a room of 50
+// with a run or two each, and a few people behind one address (a NAT).
+const (
+	DefaultMaxQueue    = 100
+	DefaultAddressRuns = 6
+)
 
 // entry is a run in the manager's memory, with what the workshop keeps of
 // it: what it asks of the host and the timer that refuses it if it waits
 // too long.
 type entry struct {
-	run    *runner.Run
-	ask    ask
-	expiry *time.Timer
+	run     *runner.Run
+	address string // the client's address, "" if not known
+	ask     ask
+	expiry  *time.Timer
 }
 
 // Manager queues, runs and remembers experiments.
@@ -88,6 +102,12 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	}
 	if opts.Quotas == nil {
 		opts.Quotas = &DefaultQuotas
+	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = DefaultMaxQueue
+	}
+	if opts.AddressRuns == 0 {
+		opts.AddressRuns = DefaultAddressRuns
 	}
 	env := &runner.Env{Engine: eng, Image: opts.Image, Instance: opts.Instance, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
 	if opts.Store != nil {

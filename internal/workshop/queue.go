@@ -1,6 +1,9 @@
 package workshop
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // fairQueue holds waiting items per participant and serves participants in
 // turn: whoever was served least recently goes first, so one participant
@@ -10,23 +13,52 @@ import "slices"
 type fairQueue[T comparable] struct {
 	turn  []string // participants with waiting items, next to be served first
 	items map[string][]T
-	// served is when each participant was last served, on a counter.
-	served map[string]uint64
+	// served is when each participant was last served, on a counter, and
+	// at what time, to forget the idle.
+	served map[string]stamp
 	clock  uint64
+	now    func() time.Time
 }
 
-func newFairQueue[T comparable]() *fairQueue[T] {
-	return &fairQueue[T]{items: map[string][]T{}, served: map[string]uint64{}}
+type stamp struct {
+	clock uint64
+	at    time.Time
 }
+
+// idleAfter is how long a participant with nothing waiting is remembered
+// after its last turn. One forgotten counts as never served, which only
+// matters while others wait: its turn comes before theirs, as a
+// newcomer's does.
+const idleAfter = time.Hour
+
+func newFairQueue[T comparable]() *fairQueue[T] {
+	return &fairQueue[T]{items: map[string][]T{}, served: map[string]stamp{}, now: time.Now}
+}
+
+// forgetIdle drops the turns of participants idle for idleAfter, so that
+// the queue's memory follows the participants present, not all there
+// ever were.
+func (q *fairQueue[T]) forgetIdle() {
+	cutoff := q.now().Add(-idleAfter)
+	for p, s := range q.served {
+		if s.at.Before(cutoff) && len(q.items[p]) == 0 {
+			delete(q.served, p)
+		}
+	}
+}
+
+// remembered is how many participants the queue keeps a turn for.
+func (q *fairQueue[T]) remembered() int { return len(q.served) }
 
 // Push adds an item at the end of its participant's line. A participant
 // with nothing waiting joins the turn after those served before it, and
 // before those served since: one just served waits behind the others.
 func (q *fairQueue[T]) Push(participant string, item T) {
+	q.forgetIdle()
 	if len(q.items[participant]) == 0 {
 		at := len(q.turn)
 		for i, p := range q.turn {
-			if q.served[p] > q.served[participant] {
+			if q.served[p].clock > q.served[participant].clock {
 				at = i
 				break
 			}
@@ -78,7 +110,7 @@ func (q *fairQueue[T]) Next(fits func(T) bool) (T, bool) {
 		rest := q.items[p][1:]
 		q.drop(p)
 		q.clock++
-		q.served[p] = q.clock
+		q.served[p] = stamp{q.clock, q.now()}
 		if len(rest) > 0 {
 			q.items[p] = rest
 			q.turn = append(q.turn, p)

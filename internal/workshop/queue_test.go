@@ -1,9 +1,11 @@
 package workshop
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
 )
@@ -27,6 +29,34 @@ func TestFairQueueServesParticipantsInTurn(t *testing.T) {
 	}
 	if !slices.Equal(served, want) {
 		t.Errorf("served %v, want %v", served, want)
+	}
+}
+
+// TestFairQueueForgetsIdleParticipants: a participant gone for an hour
+// holds no memory of the queue's; one served recently still waits its turn.
+func TestFairQueueForgetsIdleParticipants(t *testing.T) {
+	q := newFairQueue[string]()
+	now := time.Unix(1000, 0)
+	q.now = func() time.Time { return now }
+	for i := range 1000 {
+		p := fmt.Sprint("script-", i) // a script without cookies: a new participant each time
+		q.Push(p, p)
+		q.Next(nil)
+	}
+	if n := q.remembered(); n != 1000 {
+		t.Fatalf("remembers %d participants, want 1000 before any is idle", n)
+	}
+	now = now.Add(idleAfter + time.Minute)
+	q.Push("ann", "a1")
+	q.Next(nil)
+	if n := q.remembered(); n != 1 {
+		t.Errorf("remembers %d participants an hour on, want only ann", n)
+	}
+	// Ann was just served: Bob, new, goes before her next run.
+	q.Push("ann", "a2")
+	q.Push("bob", "b1")
+	if got := q.Order(); !slices.Equal(got, []string{"b1", "a2"}) {
+		t.Errorf("order %v, want the newcomer first", got)
 	}
 }
 

@@ -17,14 +17,21 @@ func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*runner.R
 	return m.Submit(spec, plan, "")
 }
 
-// Submit checks a validated plan against the quotas and queues it; it
+// Submit queues a run for a participant whose address is not known; see
+// SubmitFrom.
+func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error) {
+	return m.SubmitFrom(spec, plan, participant, "")
+}
+
+// SubmitFrom checks a validated plan against the quotas, the queue's
+// length and what the client's address already has, and queues it; it
 // starts as soon as the host is free and the participants before it have
 // had their turn. A refusal is a *QuotaError.
-func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error) {
+func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error) {
 	if m.ctx.Err() != nil {
 		return nil, ErrShuttingDown
 	}
-	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), ask: askOf(plan, m.opts.Host.NCPU)}
+	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.opts.Host.NCPU)}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
@@ -49,11 +56,26 @@ func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participa
 // their queued and running runs) and the host's (the run alone: whether it
 // could ever run; the queue waits for room among the running ones).
 func (m *Manager) admitLocked(e *entry, participant string) error {
+	if n := m.queue.Len(); n >= m.opts.MaxQueue {
+		return &QuotaError{Scope: "server", Limit: "queue", Lane: -1, InUse: float64(n), Max: float64(m.opts.MaxQueue), Over: 1,
+			Text: fmt.Sprintf("the queue is full: %d runs wait already, the most this server holds; try again when some have run", n)}
+	}
 	var used ask
+	fromAddress := 0
 	for _, o := range m.order {
-		if o.run.Participant() == participant && !o.run.Ended() {
+		if o.run.Ended() {
+			continue
+		}
+		if o.run.Participant() == participant {
 			used = used.plus(o.ask)
 		}
+		if e.address != "" && o.address == e.address {
+			fromAddress++
+		}
+	}
+	if lim := m.opts.AddressRuns; lim > 0 && fromAddress >= lim {
+		return &QuotaError{Scope: "address", Limit: "runs", Lane: -1, Asked: 1, InUse: float64(fromAddress), Max: float64(lim), Over: 1,
+			Text: fmt.Sprintf("address limit on runs exceeded by 1 runs: your address %s has %d queued or running runs, the limit is %d, whatever participants it claims to be", e.address, fromAddress, lim)}
 	}
 	q := m.opts.Quotas
 	if err := checkLimits("participant", e.run.Plan(), e.ask, used, q.Participant); err != nil {

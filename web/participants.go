@@ -1,0 +1,183 @@
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ParticipantCookie holds a browser's participant id: the queue's fairness
+// and the per-participant limits go by it. JoinCookie proves the
+// participant entered the workshop's join code.
+const (
+	ParticipantCookie = "limitlab_participant"
+	JoinCookie        = "limitlab_join"
+)
+
+// NewParticipantsPerMinute is how many new participants one client
+// address may become in a minute before its state-changing requests are
+// refused: a browser keeps its cookie, a script that drops it to jump the
+// fair queue does not get far.
+const NewParticipantsPerMinute = 30
+
+type participantKey struct{}
+
+type who struct {
+	id      string
+	address string
+	fresh   bool // the id was made for this request
+}
+
+// participant gives every browser a participant id, in a cookie it keeps
+// for a year. A client without cookies is a new participant each request;
+// past NewParticipantsPerMinute from its address, it may watch but not act.
+func (h *handlers) participant(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := who{address: clientAddress(r)}
+		if c, err := r.Cookie(ParticipantCookie); err == nil && validParticipant(c.Value) {
+			p.id = c.Value
+		} else {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			p.id, p.fresh = hex.EncodeToString(b), true
+			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: p.id, Path: "/", MaxAge: 365 * 24 * 3600,
+				HttpOnly: true, SameSite: http.SameSiteLaxMode})
+			if !h.newcomers.allow(p.address, time.Now()) && r.Method != http.MethodGet && r.Method != http.MethodHead {
+				writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf(
+					"more than %d new participants from %s in a minute: keep the cookie the server gives (curl -c jar -b jar)", NewParticipantsPerMinute, p.address)})
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), participantKey{}, p)))
+	})
+}
+
+func validParticipant(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func participantOf(r *http.Request) string {
+	p, _ := r.Context().Value(participantKey{}).(who)
+	return p.id
+}
+
+func addressOf(r *http.Request) string {
+	p, _ := r.Context().Value(participantKey{}).(who)
+	return p.address
+}
+
+// clientAddress is the address the request came from. Forwarding headers
+// are not believed: anyone can send them.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// rateWindow counts events per key in one-minute windows; keys whose
+// window has passed are swept, so its memory follows the clients present.
+type rateWindow struct {
+	mu      sync.Mutex
+	windows map[string]*window
+	swept   time.Time
+}
+
+type window struct {
+	start time.Time
+	n     int
+}
+
+func (rw *rateWindow) allow(key string, now time.Time) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.windows == nil {
+		rw.windows = map[string]*window{}
+	}
+	if now.Sub(rw.swept) > time.Minute {
+		for k, w := range rw.windows {
+			if now.Sub(w.start) > time.Minute {
+				delete(rw.windows, k)
+			}
+		}
+		rw.swept = now
+	}
+	w, ok := rw.windows[key]
+	if !ok || now.Sub(w.start) > time.Minute {
+		w = &window{start: now}
+		rw.windows[key] = w
+	}
+	w.n++
+	return w.n <= NewParticipantsPerMinute
+}
+
+// joined says whether the request's participant entered the join code;
+// every participant has when the server has none.
+func (h *handlers) joined(r *http.Request) bool {
+	if h.JoinCode == "" {
+		return true
+	}
+	c, err := r.Cookie(JoinCookie)
+	return err == nil && hmac.Equal([]byte(c.Value), []byte(h.joinProof(participantOf(r))))
+}
+
+// joinProof is what the join cookie holds for a participant: an HMAC of
+// its id keyed with the join code, so that it proves the code without
+// holding it, and a new code ends every earlier join.
+func (h *handlers) joinProof(participant string) string {
+	mac := hmac.New(sha256.New, []byte(h.JoinCode))
+	mac.Write([]byte(participant))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// mustJoin refuses a request to act from a participant who has not
+// entered the join code: without it a browser can watch but not run.
+func (h *handlers) mustJoin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.joined(r) && !h.isPresenter(r) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "this workshop needs its join code to run experiments: " +
+				"enter the code the facilitator gives on the home page (POST /api/join {\"code\": \"...\"})"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// apiJoin checks a join code and gives the participant its proof. Wrong
+// codes answer a second apart, as wrong presenter tokens do.
+func (h *handlers) apiJoin(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Code string `json:"code"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "join: want {\"code\": \"...\"}"})
+		return
+	}
+	if h.JoinCode == "" {
+		writeJSON(w, http.StatusOK, map[string]bool{"joined": true})
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(body.Code), []byte(h.JoinCode)) != 1 {
+		h.failures.wait(r.Context())
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "that is not this workshop's join code"})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: JoinCookie, Value: h.joinProof(participantOf(r)), Path: "/", MaxAge: 7 * 24 * 3600,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	writeJSON(w, http.StatusOK, map[string]bool{"joined": true})
+}
