@@ -31,7 +31,7 @@ type Recorder interface {
 type Env struct {
 	Engine   engine.Engine
 	Image    string
-	Instance string // the server's id, on every container it makes
+	Instance string        // the server's id, on every container it makes
 	Interval time.Duration // sampling interval; DefaultInterval if zero
 	Host     engine.HostInfo
 	Log      *slog.Logger
