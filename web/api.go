@@ -160,7 +160,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, workshop.ErrNoRun), errors.Is(err, runner.ErrNoLane):
 		return http.StatusNotFound
-	case errors.Is(err, workshop.ErrShuttingDown):
+	case errors.Is(err, workshop.ErrShuttingDown), errors.Is(err, workshop.ErrStore):
 		return http.StatusServiceUnavailable
 	case errors.As(err, &invalid):
 		return http.StatusBadRequest

@@ -51,8 +51,10 @@ type HostInfo struct {
 	// local is true when the server sees the engine's host: its /dev and
 	// /sys.
 	local bool
-	// cgroupRoot is where the engine host's cgroup filesystem is visible.
+	// cgroupRoot is where the engine host's cgroup filesystem is visible,
+	// dataRoot the engine's data root (its volumes are there).
 	cgroupRoot string
+	dataRoot   string
 }
 
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
@@ -83,9 +85,10 @@ func (h HostInfo) SharesNote() string {
 
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice}
+	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal}
 	if h.local {
 		eh.DeviceExists = isBlockDevice
+		eh.DiskFree = FreeBytes(h.dataRoot)
 	}
 	for field, s := range h.Limits {
 		if !s.Supported {
@@ -169,7 +172,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.IOThrottleSupported.Reason = "the engine reports no blkio throttle support"
 	}
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
-	h.local, h.cgroupRoot = local, cgroupRoot
+	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir
 	if local {
 		if dev, err := diskUnder(i.DockerRootDir); err == nil {
 			h.DataRootDevice = dev
@@ -239,4 +242,15 @@ func (h HostInfo) Describe() string {
 		return ""
 	}
 	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
+}
+
+// FreeBytes is the space an unprivileged writer has under dir, read now;
+// 0 when it cannot be read (the engine is elsewhere, or dir is not visible
+// here).
+func FreeBytes(dir string) int64 {
+	var st unix.Statfs_t
+	if dir == "" || unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
 }

@@ -119,3 +119,46 @@ func BenchmarkTwelveHostileLanes(b *testing.B) {
 		Validate(Spec{Lanes: lanes}, twoCPUs)
 	}
 }
+
+// TestValidRunsThatWouldExhaustTheHost: each spec is valid lane by lane,
+// but together its lanes would take the host's memory, disk or time.
+func TestValidRunsThatWouldExhaustTheHost(t *testing.T) {
+	host := Host{NCPU: 2, MemTotal: 23 << 30, DiskFree: 79 << 30, DataRootDevice: "/dev/vda"}
+	lanes := func(n int, l Lane) []Lane {
+		out := make([]Lane, n)
+		for i := range out {
+			out[i] = l
+			out[i].Name = fmt.Sprint("l", i)
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		spec  Spec
+		field string
+	}{
+		{"two 16 GiB mem lanes without --memory", Spec{Lanes: lanes(2, Lane{Workload: Workload{Kind: KindMem, MB: 16384}})}, "memory"},
+		{"two lanes of --memory 16g", Spec{Lanes: lanes(2, Lane{Workload: Workload{Kind: KindMD5}, Limits: Limits{Memory: "16g"}})}, "memory"},
+		{"twelve 64 GiB disk writers", Spec{Lanes: lanes(12, Lane{Workload: Workload{Kind: KindDiskWrite, MB: 65536}})}, "workload.mb"},
+		{"twelve sequential lanes of ten minutes", Spec{Mode: Sequential, Duration: "10m", Lanes: lanes(12, Lane{Workload: Workload{Kind: KindSpin}})}, "duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := Validate(tt.spec, host)
+			found := false
+			for _, e := range errs {
+				found = found || e.Field == tt.field
+			}
+			if !found {
+				t.Errorf("errors %v, want one on %s", errs, tt.field)
+			}
+		})
+	}
+	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindMem, MB: 200}}}}, host)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got := plan.Lanes[0].Resources.Memory; got != 200<<20+memHeadroom {
+		t.Errorf("a mem lane without --memory gets %d bytes, want its size and headroom", got)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/docker/go-units"
 )
 
 // minMemory is the engine's floor for --memory and --memory-reservation
@@ -31,6 +33,11 @@ type Host struct {
 	// Unsupported maps a limit's field name to the reason this host cannot
 	// apply it (from the engine's own capability report).
 	Unsupported map[string]string
+	// MemTotal is the host's memory and DiskFree the free space under the
+	// engine's data root, in bytes; zero when unknown. A run's lanes may
+	// not ask for more in all (see capRun).
+	MemTotal int64
+	DiskFree int64
 }
 
 // Resources are a lane's limits resolved to the numbers the Engine API takes
@@ -178,6 +185,11 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		for _, e := range lerrs {
 			add(i, e.Field, "%s", e.Message)
 		}
+		if w.Kind == KindMem && res.Memory == 0 && len(lerrs) == 0 {
+			// A mem lane without --memory would take what it asks of the
+			// host: it gets a limit a little above its own size.
+			res.Memory = int64(w.MB)<<20 + memHeadroom
+		}
 		pl := PlannedLane{Name: name, Workload: w, Resources: res, Target: -1}
 		for _, at := range []struct {
 			field, v string
@@ -204,10 +216,13 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		plan.Lanes = append(plan.Lanes, pl)
 	}
 	errs = append(errs, linkTargets(&plan)...)
+	if len(errs) == 0 {
+		plan.Groups = groups(plan)
+		errs = capRun(plan, host)
+	}
 	if len(errs) > 0 {
 		return Plan{}, errs
 	}
-	plan.Groups = groups(plan)
 	return plan, nil
 }
 
@@ -287,4 +302,56 @@ func groups(plan Plan) [][]int {
 		out = append(out, g)
 	}
 	return out
+}
+
+// memHeadroom is what a mem lane without --memory may hold beyond its own
+// size: the runtime and its stack.
+const memHeadroom = 64 << 20
+
+// Margins the host keeps for itself: memory for the system and the server,
+// disk for the store and the engine's images.
+const (
+	memMargin  = 1 << 30
+	diskMargin = 2 << 30
+)
+
+// capRun keeps a valid run within the host: its lanes' --memory in all
+// within the host's memory, its disk lanes' files within the free space
+// under the engine's data root, and its lanes' time in all within the
+// longest a run may hold the host (a sequential run's lanes follow each
+// other, each with the run's duration).
+func capRun(plan Plan, host Host) Errors {
+	var errs Errors
+	var mem, disk int64
+	for i, l := range plan.Lanes {
+		mem += l.Resources.Memory
+		if l.Workload.Disk() {
+			disk += int64(l.Workload.MB) << 20
+		}
+		if host.MemTotal > 0 && mem > host.MemTotal-memMargin {
+			errs = append(errs, FieldError{Lane: i, Field: "memory", Message: fmt.Sprintf(
+				"the run's lanes ask for %s of --memory in all up to this lane, more than this host can give (%s, less %s for itself)",
+				units.BytesSize(float64(mem)), units.BytesSize(float64(host.MemTotal)), units.BytesSize(memMargin))})
+			break
+		}
+	}
+	for i, l := range plan.Lanes {
+		if !l.Workload.Disk() {
+			continue
+		}
+		if free := host.DiskFree - diskMargin; host.DiskFree > 0 && disk > free {
+			errs = append(errs, FieldError{Lane: i, Field: "workload.mb", Message: fmt.Sprintf(
+				"the run's disk lanes would write %s in all, more than the %s free under the engine's data root, less %s kept for the store and the engine",
+				units.BytesSize(float64(disk)), units.BytesSize(float64(host.DiskFree)), units.BytesSize(diskMargin))})
+			break
+		}
+	}
+	if plan.Mode == Sequential {
+		if total := time.Duration(len(plan.Groups)) * plan.Duration; total > MaxDuration {
+			errs = append(errs, FieldError{Lane: -1, Field: "duration", Message: fmt.Sprintf(
+				"a sequential run's %d steps run one after another, each for up to %s: %s in all, more than the %s a run may hold the host",
+				len(plan.Groups), plan.Duration, total, MaxDuration)})
+		}
+	}
+	return errs
 }

@@ -267,3 +267,23 @@ func samplesOf(t *testing.T, r *runner.Run) []engine.Sample {
 	}
 	return out
 }
+
+// TestMemLaneGetsADefaultLimit: a mem lane without --memory runs under a
+// limit a little above its own size, which the engine applies and the
+// cgroup enforces.
+func TestMemLaneGetsADefaultLimit(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "mem default", "duration": "60s",
+	  "lanes": [{"name": "mem", "workload": {"kind": "mem", "mb": 100, "seconds": 1}}]}`)
+	v := waitDone(t, r, time.Minute)
+	l := v.Lanes[0]
+	if l.Applied == nil || l.Applied.Memory != 164<<20 {
+		t.Fatalf("applied %+v, want --memory 164 MiB (its 100 MiB and 64 MiB of headroom)", l.Applied)
+	}
+	if l.OOMKilled || l.ExitCode == nil || *l.ExitCode != 0 {
+		t.Errorf("the lane did not run within its default limit: oom %v, exit %v", l.OOMKilled, l.ExitCode)
+	}
+	if !strings.Contains(l.DockerRun, "--memory 164m") {
+		t.Errorf("docker run %q does not show the default", l.DockerRun)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -55,6 +56,9 @@ type Run struct {
 type Store struct {
 	db  *sql.DB
 	log *slog.Logger
+	dir string
+
+	failed atomic.Pointer[error] // the last batch's error; nil once one commits
 
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
@@ -89,7 +93,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, ops: make(chan op, 4096), done: make(chan struct{})}
+	s := &Store{db: db, log: log, dir: dir, ops: make(chan op, 4096), done: make(chan struct{})}
 	// The writer lives until Close closes ops; Close waits for it.
 	go s.writer()
 	return s, nil
@@ -183,6 +187,11 @@ func (s *Store) runBatch(batch []op) {
 			errs[i] = o.f(tx)
 		}
 		err = tx.Commit()
+	}
+	if err != nil {
+		s.failed.Store(&err)
+	} else {
+		s.failed.Store(nil)
 	}
 	for i, o := range batch {
 		if err != nil {

@@ -295,3 +295,19 @@ func TestFakeLiveChangesKeepToQuotas(t *testing.T) {
 	}
 	ended(t, r)
 }
+
+func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
+	fake := enginefake.New()
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := fakeManager(t, fake, workshop.Options{Store: st, StoreMinFree: 1 << 62})
+	if _, err := fakeSubmit(t, m, "ann", fakeSpec); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
+		t.Errorf("a run on a store without room: %v", err)
+	}
+	if fake.Creates() != 0 {
+		t.Error("a refused run created containers")
+	}
+}

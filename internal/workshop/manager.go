@@ -47,7 +47,16 @@ type Options struct {
 	// (DefaultAddressRuns if zero; negative: no limit).
 	MaxQueue    int
 	AddressRuns int
+	// StoreMinFree is the free disk the store must have for a run to be
+	// taken (DefaultStoreMinFree if zero).
+	StoreMinFree int64
 }
+
+// DefaultStoreMinFree is enough for a long twelve-lane run's samples.
+const DefaultStoreMinFree = 256 << 20
+
+// ErrStore: the store cannot record a new run now.
+var ErrStore = errors.New("workshop: the store cannot take a run")
 
 // The defaults of Options.MaxQueue and Options.AddressRuns: a room of 50
 // with a run or two each, and a few people behind one address (a NAT).
@@ -102,6 +111,9 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	}
 	if opts.Quotas == nil {
 		opts.Quotas = &DefaultQuotas
+	}
+	if opts.StoreMinFree == 0 {
+		opts.StoreMinFree = DefaultStoreMinFree
 	}
 	if opts.MaxQueue <= 0 {
 		opts.MaxQueue = DefaultMaxQueue

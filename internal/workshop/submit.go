@@ -31,6 +31,11 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 	if m.ctx.Err() != nil {
 		return nil, ErrShuttingDown
 	}
+	if st := m.opts.Store; st != nil {
+		if err := st.Health(m.opts.StoreMinFree); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrStore, err)
+		}
+	}
 	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.opts.Host.NCPU)}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
