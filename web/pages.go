@@ -130,9 +130,18 @@ func labTitle(id string) string {
 // laneName names row i of a comparison by either run's lane.
 func laneName(a, b runner.RunView, i int) string {
 	if i < len(a.Lanes) {
-		return a.Lanes[i].Name
+		return laneNameOf(a, i)
 	}
-	return b.Lanes[i].Name
+	return laneNameOf(b, i)
+}
+
+// laneNameOf is lane i's name, or says there is no such lane: a view read
+// from a store or a file is not trusted to index within bounds.
+func laneNameOf(v runner.RunView, i int) string {
+	if i < 0 || i >= len(v.Lanes) {
+		return "no lane " + strconv.Itoa(i)
+	}
+	return v.Lanes[i].Name
 }
 
 func verdictText(v runner.RunView) string {

@@ -30,6 +30,10 @@ const (
 // fair queue does not get far.
 const NewParticipantsPerMinute = 30
 
+// ImportsPerMinute is how many runs one participant may import in a
+// minute: each is up to 64 MiB to parse and store.
+const ImportsPerMinute = 5
+
 type participantKey struct{}
 
 type who struct {
@@ -52,7 +56,7 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 			p.id, p.fresh = hex.EncodeToString(b), true
 			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: p.id, Path: "/", MaxAge: 365 * 24 * 3600,
 				HttpOnly: true, SameSite: http.SameSiteLaxMode})
-			if !h.newcomers.allow(p.address, time.Now()) && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if !h.newcomers.allow(p.address, time.Now(), NewParticipantsPerMinute) && r.Method != http.MethodGet && r.Method != http.MethodHead {
 				writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf(
 					"more than %d new participants from %s in a minute: keep the cookie the server gives (curl -c jar -b jar)", NewParticipantsPerMinute, p.address)})
 				return
@@ -103,7 +107,7 @@ type window struct {
 	n     int
 }
 
-func (rw *rateWindow) allow(key string, now time.Time) bool {
+func (rw *rateWindow) allow(key string, now time.Time, limit int) bool {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if rw.windows == nil {
@@ -123,7 +127,7 @@ func (rw *rateWindow) allow(key string, now time.Time) bool {
 		rw.windows[key] = w
 	}
 	w.n++
-	return w.n <= NewParticipantsPerMinute
+	return w.n <= limit
 }
 
 // joined says whether the request's participant entered the join code;

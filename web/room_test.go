@@ -135,3 +135,16 @@ func TestJoinCodeGatesRunning(t *testing.T) {
 		t.Errorf("a stop from a participant who has not joined: %d", status)
 	}
 }
+
+func TestImportsPerParticipantAreBounded(t *testing.T) {
+	srv, _, _ := newFakeServer(t, nil)
+	c := newJarClient()
+	for i := range ImportsPerMinute {
+		if status, body := postWith(t, c, srv.URL+"/api/runs/import", `{"format": "x"}`); status != http.StatusBadRequest {
+			t.Fatalf("import %d: %d %s", i, status, body)
+		}
+	}
+	if status, _ := postWith(t, c, srv.URL+"/api/runs/import", `{"format": "x"}`); status != http.StatusTooManyRequests {
+		t.Errorf("an import past the bound: %d", status)
+	}
+}

@@ -150,6 +150,7 @@ type handlers struct {
 	Deps
 	failures  failureGate
 	newcomers rateWindow
+	imports   rateWindow
 }
 
 // LoopbackHosts are the Host names a loopback listener answers to.

@@ -126,6 +126,10 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
+	if !h.imports.allow(participantOf(r), time.Now(), ImportsPerMinute) {
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute)})
+		return
+	}
 	var e workshop.Export
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxImportBytes))
 	if err := dec.Decode(&e); err != nil {

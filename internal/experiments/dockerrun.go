@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -98,4 +99,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Check says whether r could have come from this package's validation:
+// what a file claims the engine applied is shown, and becomes a command
+// to copy, only if it passes.
+func (r Resources) Check() error {
+	if r.NanoCPUs < 0 || r.CPUShares < 0 || r.CPUPeriod < 0 || r.CPUQuota < 0 || r.Memory < 0 || r.MemorySwap < -1 ||
+		r.MemoryReservation < 0 || r.PidsLimit < -1 {
+		return fmt.Errorf("a negative limit")
+	}
+	if r.CpusetCpus != "" {
+		if _, err := ParseCPUSet(r.CpusetCpus); err != nil {
+			return err
+		}
+	}
+	for _, d := range []DeviceRate{r.ReadBps, r.WriteBps, r.ReadIOps, r.WriteIOps, r.BlkioWeightDevice} {
+		if d.Path != "" && !cleanDevicePath(d.Path) {
+			return fmt.Errorf("device path %q", d.Path)
+		}
+	}
+	return nil
 }

@@ -153,7 +153,7 @@ func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 			}
 			return host.DataRootDevice, true
 		}
-		if !strings.HasPrefix(dev, "/dev/") || path.Clean(dev) != dev {
+		if !cleanDevicePath(dev) {
 			add(field, "bad format for device path: %s (want a clean path under /dev/)", dev)
 			return "", false
 		}
@@ -307,4 +307,11 @@ func ParseCPUSet(s string) ([]int, error) {
 	}
 	sort.Ints(out)
 	return slices.Clip(out), nil
+}
+
+// cleanDevicePath says whether p is a plain path under /dev: clean, short,
+// and of letters, digits and / _ . - only.
+func cleanDevicePath(p string) bool {
+	return strings.HasPrefix(p, "/dev/") && path.Clean(p) == p && len(p) <= maxValueLen &&
+		strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.-") == ""
 }

@@ -3,16 +3,13 @@ package workshop
 import (
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
-	"github.com/limitlab/limitlab/internal/store"
 )
 
 // InvalidImportError is an import refused for what the file holds, as
@@ -52,77 +49,6 @@ func (a *Archive) Export(id string) (Export, error) {
 		e.Stream = append(e.Stream, msg)
 	}
 	return e, nil
-}
-
-// Import records an exported run under a new id and returns the id. The
-// spec is checked for form, not against this host: a run measured
-// elsewhere may ask for CPUs this host lacks.
-func (a *Archive) Import(e Export) (string, error) {
-	if a.st == nil {
-		return "", errors.New("import: this server keeps no store")
-	}
-	if e.Format != ExportFormat || e.Version != 1 {
-		return "", invalid("import: not a Limit Lab run export (format %q, version %d; want %q, 1)", e.Format, e.Version, ExportFormat)
-	}
-	spec, err := json.Marshal(e.Run.Spec)
-	if err != nil {
-		return "", err
-	}
-	if _, errs := experiments.Parse(spec); errs != nil {
-		return "", invalid("import: the run's spec: %w", errs)
-	}
-	if len(e.Run.Lanes) == 0 || len(e.Run.Lanes) > experiments.MaxLanes {
-		return "", invalid("import: %d lanes, want 1 to %d", len(e.Run.Lanes), experiments.MaxLanes)
-	}
-	id := newID()
-	fix := func(v *runner.RunView) {
-		v.ID, v.Imported, v.QueuePosition = id, true, 0
-		if !v.State.Ended() {
-			v.State, v.Error = runner.StateInterrupted, "exported before it ended"
-		}
-		v.Ended = true
-	}
-	v := e.Run
-	fix(&v)
-	stream := make([][]byte, 0, len(e.Stream))
-	for i, raw := range e.Stream {
-		var msg runner.Message
-		if err := json.Unmarshal(raw, &msg); err != nil {
-			return "", invalid("import: stream message %d: %w", i, err)
-		}
-		switch msg.Type {
-		case runner.KindSamples:
-			for _, s := range msg.Samples {
-				if s.Lane < 0 || s.Lane >= len(v.Lanes) {
-					return "", invalid("import: stream message %d: a sample of lane %d, but the run has %d lanes", i, s.Lane, len(v.Lanes))
-				}
-			}
-			stream = append(stream, raw)
-		case runner.KindRun:
-			if msg.Run == nil {
-				return "", invalid("import: stream message %d: a run message without a run", i)
-			}
-			// The stream's views carry the run's id: give them the new one.
-			fix(msg.Run)
-			b, err := json.Marshal(msg)
-			if err != nil {
-				return "", err
-			}
-			stream = append(stream, b)
-		default:
-			return "", invalid("import: stream message %d: unknown type %q", i, msg.Type)
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	row := store.Run{ID: id, Lab: v.Lab, Name: v.Name, State: string(v.State), CreatedAt: v.CreatedAt,
-		Summary: Summary(v), Imported: true, View: b}
-	if err := a.st.Import(row, stream); err != nil {
-		return "", fmt.Errorf("import: %w", err)
-	}
-	return id, nil
 }
 
 // csvHeader is one row per sample per lane.

@@ -229,6 +229,29 @@ func TestFakeImportChecks(t *testing.T) {
 		f(&c)
 		return c
 	}
+	// What the file says of commands and times is not taken as it is.
+	planted := mutate(func(e *workshop.Export) {
+		e.Run.Lanes[0].DockerRun = "docker run --privileged -v /:/host limitlab-workload md5"
+		e.Run.CreatedAt = time.Now().Add(100 * 24 * time.Hour)
+		e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[{"lane":0,"t":1,"cpu":0.5,"evil":"<script>"}]}`))
+	})
+	id, err := m.Archive().Import(planted)
+	if err != nil {
+		t.Fatalf("import of a planted file: %v", err)
+	}
+	v, _ := m.View(id)
+	if l := v.Lanes[0]; strings.Contains(l.DockerRun, "privileged") || !strings.Contains(l.DockerRun, "--cpus 0.5") {
+		t.Errorf("docker run taken from the file: %q", l.DockerRun)
+	}
+	if v.CreatedAt.After(time.Now()) {
+		t.Errorf("created at %s, in the future", v.CreatedAt)
+	}
+	feed, _ := m.Feed(id)
+	for _, msg := range feed.History() {
+		if strings.Contains(string(msg), "evil") {
+			t.Errorf("a field this server does not know was stored: %s", msg)
+		}
+	}
 	tests := []struct {
 		name string
 		e    workshop.Export
@@ -241,6 +264,17 @@ func TestFakeImportChecks(t *testing.T) {
 		}), "lane 7"},
 		{"an unknown message", mutate(func(e *workshop.Export) { e.Stream = append(e.Stream, json.RawMessage(`{"type":"x"}`)) }), "unknown type"},
 		{"a spec of a lab that does not exist", mutate(func(e *workshop.Export) { e.Run.Spec.Lab = "no-such-lab" }), "no-such-lab"},
+		{"a change to a lane it lacks", mutate(func(e *workshop.Export) {
+			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 9, Limits: experiments.Limits{CPUs: "1"}})
+		}), "lane 9"},
+		{"an event on a lane it lacks", mutate(func(e *workshop.Export) { e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 5, Kind: "oom"}) }), "lane 5"},
+		{"an event of no kind the engine has", mutate(func(e *workshop.Export) { e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 0, Kind: "x"}) }), `"x"`},
+		{"a lane name past the spec's limit", mutate(func(e *workshop.Export) { e.Run.Spec.Lanes[0].Name = strings.Repeat("n", 65) }), "at most 64"},
+		{"applied limits with a shell in a device path", mutate(func(e *workshop.Export) {
+			e.Run.Lanes[0].Applied.ReadBps = experiments.DeviceRate{Path: "/dev/sda;reboot", Rate: 1}
+		}), "device path"},
+		{"a lane state that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].State = "hacked" }), "hacked"},
+		{"a container id that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].Container = "$(reboot)" }), "container"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,245 @@
+package workshop
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
+)
+
+// Bounds on what an imported file may hold beyond its spec's lanes.
+const (
+	maxImportText    = 2000 // an error, a result, an explanation
+	maxImportShort   = 200  // a host, a note, a label, a warning
+	maxImportChanges = 1000
+	maxImportEvents  = 100
+	maxImportBounds  = 2 * experiments.MaxLanes
+)
+
+// Import records an exported run under a new id and returns the id. A
+// file is data from anywhere: the spec is validated as a submission's is
+// (for form, not against this host: a run measured elsewhere may ask for
+// CPUs this host lacks); every view in it is checked against that spec,
+// and what the page turns into commands to copy (docker run, docker
+// update) is rebuilt from the validated spec and limits, never taken from
+// the file. Samples are stored as parsed, without fields this server does
+// not know. Nothing is stored unless all of it passes.
+func (a *Archive) Import(e Export) (string, error) {
+	if a.st == nil {
+		return "", errors.New("import: this server keeps no store")
+	}
+	if e.Format != ExportFormat || e.Version != 1 {
+		return "", invalid("import: not a Limit Lab run export (format %q, version %d; want %q, 1)", e.Format, e.Version, ExportFormat)
+	}
+	raw, err := json.Marshal(e.Run.Spec)
+	if err != nil {
+		return "", err
+	}
+	spec, errs := experiments.Parse(raw)
+	if errs != nil {
+		return "", invalid("import: the run's spec: %w", errs)
+	}
+	if len(e.Run.Lanes) == 0 || len(e.Run.Lanes) > experiments.MaxLanes {
+		return "", invalid("import: %d lanes, want 1 to %d", len(e.Run.Lanes), experiments.MaxLanes)
+	}
+	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: "/dev/auto"})
+	if errs != nil {
+		return "", invalid("import: the run's spec: %w", errs)
+	}
+	id := newID()
+	now := time.Now().UTC()
+	v := e.Run
+	if err := cleanView(&v, spec, plan, id, now); err != nil {
+		return "", invalid("import: the run: %w", err)
+	}
+	stream := make([][]byte, 0, len(e.Stream))
+	for i, raw := range e.Stream {
+		var msg runner.Message
+		if err := json.Unmarshal(raw, &msg); err != nil {
+			return "", invalid("import: stream message %d: %w", i, err)
+		}
+		switch msg.Type {
+		case runner.KindSamples:
+			for _, s := range msg.Samples {
+				if s.Lane < 0 || s.Lane >= len(v.Lanes) {
+					return "", invalid("import: stream message %d: a sample of lane %d, but the run has %d lanes", i, s.Lane, len(v.Lanes))
+				}
+			}
+			msg = runner.Message{Type: runner.KindSamples, Samples: msg.Samples, SentUs: msg.SentUs}
+		case runner.KindRun:
+			if msg.Run == nil {
+				return "", invalid("import: stream message %d: a run message without a run", i)
+			}
+			if err := cleanView(msg.Run, spec, plan, id, now); err != nil {
+				return "", invalid("import: stream message %d: %w", i, err)
+			}
+			msg = runner.Message{Type: runner.KindRun, Run: msg.Run}
+		default:
+			return "", invalid("import: stream message %d: unknown type %q", i, msg.Type)
+		}
+		b, err := json.Marshal(msg)
+		if err != nil {
+			return "", err
+		}
+		stream = append(stream, b)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	row := store.Run{ID: id, Lab: v.Lab, Name: v.Name, State: string(v.State), CreatedAt: v.CreatedAt,
+		Summary: Summary(v), Imported: true, View: b}
+	if err := a.st.Import(row, stream); err != nil {
+		return "", fmt.Errorf("import: %w", err)
+	}
+	return id, nil
+}
+
+// cleanView makes an imported view this server's: the new id, the
+// validated spec's names and lanes, times no later than now, and commands
+// rebuilt; it refuses one that names lanes, states or limits that cannot
+// be.
+func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, id string, now time.Time) error {
+	if len(v.Lanes) != len(plan.Lanes) {
+		return fmt.Errorf("%d lanes, but its spec has %d", len(v.Lanes), len(plan.Lanes))
+	}
+	v.ID, v.Imported, v.QueuePosition = id, true, 0
+	v.Spec, v.Name, v.Mode, v.Duration = spec, plan.Name, plan.Mode, plan.Duration.Seconds()
+	if v.Lab != "" {
+		if _, ok := experiments.LabByID(v.Lab); !ok {
+			v.Lab = "" // a lab this server does not have: a custom run here
+		}
+	}
+	if !v.State.Ended() {
+		v.State, v.Error = runner.StateInterrupted, "exported before it ended"
+	}
+	if !knownState(v.State) {
+		return fmt.Errorf("state %q", v.State)
+	}
+	v.Ended = true
+	for _, t := range []*time.Time{&v.CreatedAt, &v.StartedAt, &v.EndedAt} {
+		if t.After(now) {
+			*t = now
+		}
+	}
+	v.Error, v.Host, v.StatsNote = clip(v.Error, maxImportText), clip(v.Host, maxImportShort), clip(v.StatsNote, maxImportShort)
+	v.PhaseBounds = plan.PhaseBounds()
+	for i := range v.Lanes {
+		if err := cleanLane(&v.Lanes[i], i, plan); err != nil {
+			return fmt.Errorf("lane %d: %w", i, err)
+		}
+	}
+	if len(v.Changes) > maxImportChanges || len(v.Events) > maxImportEvents {
+		return fmt.Errorf("%d changes and %d events, more than a run makes", len(v.Changes), len(v.Events))
+	}
+	for k := range v.Changes {
+		c := &v.Changes[k]
+		if c.Lane < 0 || c.Lane >= len(v.Lanes) {
+			return fmt.Errorf("change %d names lane %d, but the run has %d lanes", k, c.Lane, len(v.Lanes))
+		}
+		if err := c.Applied.Check(); err != nil {
+			return fmt.Errorf("change %d: %w", k, err)
+		}
+		delta, errs := experiments.ResolveChange(c.Applied, c.Limits, experiments.Host{DataRootDevice: "/dev/auto"})
+		if errs != nil {
+			return fmt.Errorf("change %d: %w", k, errs)
+		}
+		c.DockerUpdate = experiments.DockerUpdate(containerOf(v.Lanes[c.Lane]), delta)
+		c.Warnings = clipAll(c.Warnings)
+	}
+	for k, ev := range v.Events {
+		if ev.Lane < 0 || ev.Lane >= len(v.Lanes) || (ev.Kind != engine.EventOOM && ev.Kind != engine.EventDie) {
+			return fmt.Errorf("event %d: %q on lane %d, which cannot be", k, ev.Kind, ev.Lane)
+		}
+	}
+	if vd := v.Verdict; vd != nil {
+		if len(vd.Labels) > experiments.MaxLanes || len(vd.Predicted) > experiments.MaxLanes || len(vd.Measured) > experiments.MaxLanes {
+			return fmt.Errorf("a verdict of more rows than lanes")
+		}
+		vd.Labels = clipAll(vd.Labels)
+		vd.Metric, vd.Explanation = clip(vd.Metric, maxImportShort), clip(vd.Explanation, maxImportText)
+	}
+	return nil
+}
+
+// cleanLane checks lane i of an imported view against its plan and
+// rebuilds its command.
+func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
+	pl := plan.Lanes[i]
+	l.Index, l.Name, l.Workload, l.Unit = i, pl.Name, pl.Workload, pl.Workload.Unit()
+	if l.Requested.Check() != nil {
+		l.Requested = pl.Resources // as resolved here, not on the run's own host
+	}
+	l.Modelled = pl.Workload.Modelled()
+	switch l.State {
+	case runner.LanePending, runner.LaneRunning:
+		l.State = runner.LaneInterrupted
+	case runner.LaneExited, runner.LaneSkipped, runner.LaneInterrupted:
+	default:
+		return fmt.Errorf("state %q", l.State)
+	}
+	if l.Container != "" {
+		if _, err := hex.DecodeString(l.Container); err != nil || len(l.Container) != 12 {
+			return fmt.Errorf("container %q", l.Container)
+		}
+	}
+	applied := pl.Resources
+	if l.Applied != nil {
+		if err := l.Applied.Check(); err != nil {
+			return fmt.Errorf("applied limits: %w", err)
+		}
+		applied = *l.Applied
+	}
+	network := ""
+	if pl.Target >= 0 {
+		network = "container:" + engine.ContainerName("imported", pl.Target)
+	}
+	l.DockerRun = experiments.DockerRun(engine.ImageRepo, pl.Workload, applied, network)
+	l.Warnings = clipAll(l.Warnings)
+	l.Result, l.Error, l.StatsSource = clip(l.Result, maxImportText), clip(l.Error, maxImportText), clip(l.StatsSource, 16)
+	if len(l.Phases) > maxImportBounds+1 {
+		return fmt.Errorf("%d phases", len(l.Phases))
+	}
+	for k := range l.Phases {
+		l.Phases[k].Name = clip(l.Phases[k].Name, 32)
+	}
+	return nil
+}
+
+func knownState(s runner.State) bool {
+	switch s {
+	case runner.StateDone, runner.StateFailed, runner.StateStopped, runner.StateRefused, runner.StateInterrupted:
+		return true
+	}
+	return false
+}
+
+func containerOf(l runner.LaneResult) string {
+	if l.Container != "" {
+		return l.Container
+	}
+	return "<container>"
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func clipAll(ss []string) []string {
+	if len(ss) > 10 {
+		ss = ss[:10]
+	}
+	for i := range ss {
+		ss[i] = clip(ss[i], maxImportShort)
+	}
+	return ss
+}
