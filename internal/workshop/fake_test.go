@@ -267,7 +267,9 @@ func TestFakeImportChecks(t *testing.T) {
 		{"a change to a lane it lacks", mutate(func(e *workshop.Export) {
 			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 9, Limits: experiments.Limits{CPUs: "1"}})
 		}), "lane 9"},
-		{"an event on a lane it lacks", mutate(func(e *workshop.Export) { e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 5, Kind: "oom"}) }), "lane 5"},
+		{"an event on a lane it lacks", mutate(func(e *workshop.Export) {
+			e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 5, Kind: "oom"})
+		}), "lane 5"},
 		{"an event of no kind the engine has", mutate(func(e *workshop.Export) { e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 0, Kind: "x"}) }), `"x"`},
 		{"a lane name past the spec's limit", mutate(func(e *workshop.Export) { e.Run.Spec.Lanes[0].Name = strings.Repeat("n", 65) }), "at most 64"},
 		{"applied limits with a shell in a device path", mutate(func(e *workshop.Export) {
