@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
@@ -16,7 +18,14 @@ import (
 // dropped by the hub and closed with a policy-violation status; it can
 // reconnect and get the history again.
 func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
-	feed, ok := h.Runs.Feed(chi.URLParam(r, "id"))
+	id := chi.URLParam(r, "id")
+	release, err := h.viewers.acquire(id, addressOf(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
+	if err != nil {
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": err.Error()})
+		return
+	}
+	defer release()
+	feed, ok := h.Runs.Feed(id)
 	if !ok {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
@@ -78,4 +87,46 @@ func (h *handlers) logWriteErr(err error) {
 		return
 	}
 	h.Log.Debug("live: write", slog.Any("err", err))
+}
+
+// Default caps on live viewers: a room's worth on one run, and a NAT's
+// worth from one address.
+const (
+	DefaultMaxViewersPerRun     = 400
+	DefaultMaxViewersPerAddress = 250
+)
+
+// viewerCount counts the live viewers per run and per client address.
+type viewerCount struct {
+	mu     sync.Mutex
+	byRun  map[string]int
+	byAddr map[string]int
+}
+
+// acquire counts one more viewer of run from addr, or refuses it past a
+// cap; release uncounts it.
+func (v *viewerCount) acquire(run, addr string, perRun, perAddr int) (release func(), err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byRun == nil {
+		v.byRun, v.byAddr = map[string]int{}, map[string]int{}
+	}
+	switch {
+	case v.byRun[run] >= perRun:
+		return nil, fmt.Errorf("this run has %d live viewers, the most it takes: try again later", perRun)
+	case v.byAddr[addr] >= perAddr:
+		return nil, fmt.Errorf("your address %s has %d live streams open, the most it may: close some", addr, perAddr)
+	}
+	v.byRun[run]++
+	v.byAddr[addr]++
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.byRun[run]--; v.byRun[run] == 0 {
+			delete(v.byRun, run)
+		}
+		if v.byAddr[addr]--; v.byAddr[addr] == 0 {
+			delete(v.byAddr, addr)
+		}
+	}, nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -147,4 +150,42 @@ func TestImportsPerParticipantAreBounded(t *testing.T) {
 	if status, _ := postWith(t, c, srv.URL+"/api/runs/import", `{"format": "x"}`); status != http.StatusTooManyRequests {
 		t.Errorf("an import past the bound: %d", status)
 	}
+}
+
+func TestLiveViewersAreCapped(t *testing.T) {
+	srv, m, fake := newFakeServer(t, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = 2, 3 })
+	fake.Runtime = time.Minute
+	status, body := postWith(t, newJarClient(), srv.URL+"/api/runs", roomSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dial := func(id string) (*websocket.Conn, int) {
+		c, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/runs/"+id+"/live", nil)
+		if err != nil {
+			if res == nil {
+				t.Fatal(err)
+			}
+			return nil, res.StatusCode
+		}
+		return c, http.StatusSwitchingProtocols
+	}
+	a, _ := dial(created.ID)
+	b, _ := dial(created.ID)
+	if _, status := dial(created.ID); status != http.StatusTooManyRequests {
+		t.Errorf("a third viewer of a run capped at two: %d", status)
+	}
+	a.CloseNow()
+	enginetest.WaitFor(t, 5*time.Second, "a place to free up", func() bool {
+		c, status := dial(created.ID)
+		if c != nil {
+			c.CloseNow()
+		}
+		return status == http.StatusSwitchingProtocols
+	})
+	b.CloseNow()
+	_ = m.Stop(created.ID)
 }

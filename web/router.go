@@ -83,6 +83,10 @@ type Deps struct {
 	// PresenterToken authenticates the presenter's calls (Authorization:
 	// Bearer); empty disables them.
 	PresenterToken string
+	// MaxViewersPerRun and MaxViewersPerAddress cap the live streams open
+	// on one run and from one client address (the Default... if zero).
+	MaxViewersPerRun     int
+	MaxViewersPerAddress int
 	// JoinCode, if set, must be entered once (POST /api/join) before a
 	// participant may run, stop, change or import anything; without it a
 	// browser can watch.
@@ -96,6 +100,12 @@ func NewRouter(d Deps) http.Handler {
 	}
 	if d.WriteTimeout == 0 {
 		d.WriteTimeout = 5 * time.Second
+	}
+	if d.MaxViewersPerRun == 0 {
+		d.MaxViewersPerRun = DefaultMaxViewersPerRun
+	}
+	if d.MaxViewersPerAddress == 0 {
+		d.MaxViewersPerAddress = DefaultMaxViewersPerAddress
 	}
 	if d.BodyTimeout == 0 {
 		d.BodyTimeout = 15 * time.Second
@@ -151,6 +161,7 @@ type handlers struct {
 	failures  failureGate
 	newcomers rateWindow
 	imports   rateWindow
+	viewers   viewerCount
 }
 
 // LoopbackHosts are the Host names a loopback listener answers to.

@@ -38,8 +38,9 @@ type stored struct {
 // Archive is the history of runs: what the store keeps of ended runs, their
 // export as a file and the import of one.
 type Archive struct {
-	st  *store.Store // nil: no history beyond memory
-	log *slog.Logger
+	st    *store.Store // nil: no history beyond memory
+	log   *slog.Logger
+	cache *streamCache
 	// live finds a run still in the manager's memory.
 	live func(id string) (*runner.Run, bool)
 }
@@ -61,11 +62,16 @@ func (a *Archive) view(id string) (runner.RunView, bool) {
 	return v, true
 }
 
-// load reads an ended run from the store.
+// load is an ended run, from the cache or the store.
 func (a *Archive) load(id string) (stored, error) {
 	if a.st == nil {
 		return stored{}, ErrNoRun
 	}
+	return a.cache.get(id, a.read)
+}
+
+// read reads an ended run from the store.
+func (a *Archive) read(id string) (stored, error) {
 	row, err := a.st.Get(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return stored{}, ErrNoRun

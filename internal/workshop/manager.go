@@ -50,6 +50,9 @@ type Options struct {
 	// StoreMinFree is the free disk the store must have for a run to be
 	// taken (DefaultStoreMinFree if zero).
 	StoreMinFree int64
+	// CacheBytes bounds the ended runs' streams kept in memory for their
+	// viewers (DefaultCacheBytes if zero).
+	CacheBytes int64
 }
 
 // DefaultStoreMinFree is enough for a long twelve-lane run's samples.
@@ -128,7 +131,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{eng: eng, env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
 		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
-	m.archive = &Archive{st: opts.Store, log: opts.Log, live: func(id string) (*runner.Run, bool) {
+	m.archive = &Archive{st: opts.Store, log: opts.Log, cache: newStreamCache(opts.CacheBytes), live: func(id string) (*runner.Run, bool) {
 		e, ok := m.live(id)
 		if !ok {
 			return nil, false
