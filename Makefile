@@ -4,7 +4,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test test-race assets build generate bench bench-labs clean
+.PHONY: run test test-race soak assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -40,6 +40,12 @@ test: assets test-race
 
 bench: assets
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s ./...
+
+# Drives a room for ten minutes against the real server (50 participants,
+# 10 scripts without cookies, a hostile client, 200 viewers) and writes the
+# figures into docs/benchmarks.md.
+soak: build
+	$(GO) run ./cmd/soak -bin bin/limitlab -duration 10m -out docs/benchmarks.md
 
 # Runs every CPU lab three times and writes the fidelity table into
 # docs/benchmarks.md (about ten minutes on a 2-core host).

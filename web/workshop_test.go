@@ -48,6 +48,7 @@ func waitEnded(t *testing.T, base, id string) runner.RunView {
 func call(t *testing.T, c *http.Client, method, url, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
+	req.Header.Set("Content-Type", "application/json") // a script's call, without Origin
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// smallRun is what a participant submits: one or two short spin lanes.
+func smallRun() string {
+	lanes := []string{fmt.Sprintf(`{"name": "a", "workload": {"kind": "spin", "seconds": 2}, "limits": {"cpus": "0.%d", "memory": "32m"}}`, 2+rand.N(4))}
+	if rand.N(2) == 0 {
+		lanes = append(lanes, `{"name": "b", "workload": {"kind": "spin", "seconds": 2}, "limits": {"cpus": "0.1", "memory": "32m"}}`)
+	}
+	return `{"name": "soak", "duration": "20s", "lanes": [` + strings.Join(lanes, ",") + `]}`
+}
+
+// post sends JSON and returns the status and the reply.
+func post(ctx context.Context, cl *http.Client, url, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := cl.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	return res.StatusCode, b, nil
+}
+
+// reason names a refusal: the quota's scope and limit, or the status.
+func reason(status int, body []byte) string {
+	var q struct {
+		Quota *struct{ Scope, Limit string } `json:"quota"`
+	}
+	if json.Unmarshal(body, &q) == nil && q.Quota != nil {
+		return fmt.Sprintf("%d %s %s", status, q.Quota.Scope, q.Quota.Limit)
+	}
+	return strconv.Itoa(status) + " " + http.StatusText(status)
+}
+
+// participant is a browser: it keeps its cookie, submits a run, follows it
+// to its end, thinks a little, and again.
+func participant(ctx context.Context, cl *http.Client, base string, r *report) {
+	if res, err := cl.Get(base + "/"); err == nil {
+		res.Body.Close()
+	}
+	for jitter(ctx, 2*time.Second) {
+		status, body, err := post(ctx, cl, base+"/api/runs", smallRun())
+		if err != nil {
+			continue
+		}
+		if status != http.StatusCreated {
+			r.count("participant refused: " + reason(status, body))
+			continue
+		}
+		r.count("participant runs accepted")
+		var created struct{ ID string }
+		_ = json.Unmarshal(body, &created)
+		for jitter(ctx, time.Second) {
+			res, err := cl.Get(base + "/api/runs/" + created.ID)
+			if err != nil {
+				continue
+			}
+			var v struct {
+				State string
+				Ended bool
+			}
+			_ = json.NewDecoder(res.Body).Decode(&v)
+			res.Body.Close()
+			if v.Ended {
+				r.count("runs ended " + v.State)
+				break
+			}
+		}
+	}
+}
+
+// script submits without cookies: a new participant every time.
+func script(ctx context.Context, cl *http.Client, base string, r *report) {
+	for jitter(ctx, 2*time.Second) {
+		status, body, err := post(ctx, cl, base+"/api/runs", smallRun())
+		if err != nil {
+			continue
+		}
+		if status == http.StatusCreated {
+			r.count("script runs accepted")
+		} else {
+			r.count("script refused: " + reason(status, body))
+		}
+	}
+}
+
+// viewer follows the latest run's live stream, reconnecting as runs end,
+// and records how long each batch of samples took to reach it.
+func viewer(ctx context.Context, cl *http.Client, base string, r *report) {
+	for jitter(ctx, time.Second) {
+		res, err := cl.Get(base + "/api/runs?limit=3")
+		if err != nil {
+			continue
+		}
+		var list struct {
+			Runs []struct{ ID, State string }
+		}
+		_ = json.NewDecoder(res.Body).Decode(&list)
+		res.Body.Close()
+		id := ""
+		for _, run := range list.Runs {
+			if run.State == "running" {
+				id = run.ID
+				break
+			}
+		}
+		if id == "" {
+			continue
+		}
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/runs/"+id+"/live", &websocket.DialOptions{HTTPClient: cl})
+		if err != nil {
+			r.count("viewer refused")
+			continue
+		}
+		c.SetReadLimit(16 << 20)
+		r.count("viewer streams")
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				break
+			}
+			if sent, ok := sentUs(b); ok {
+				r.latency(float64(time.Now().UnixMicro()-sent) / 1000)
+			}
+		}
+		c.CloseNow()
+	}
+}
+
+func sentUs(msg []byte) (int64, bool) {
+	if !bytes.HasPrefix(msg, []byte(`{"type":"samples"`)) {
+		return 0, false
+	}
+	i := bytes.LastIndex(msg, []byte(`"sent_us":`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := msg[i+len(`"sent_us":`):]
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return n, err == nil
+}
+
+// hostile sends, in a bounded loop, the inputs a hostile participant
+// would: each must be refused, and cheaply.
+func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
+	var lanes []string
+	for i := 0; len(strings.Join(lanes, ",")) < 63<<10; i++ {
+		lanes = append(lanes, fmt.Sprintf(`{"name": "l%d", "workload": {"kind": "md5"}, "limits": {"cpus": "1e999999"}}`, i))
+	}
+	huge := `{"lanes": [` + strings.Join(lanes, ",") + `]}`
+	planted := `{"format": "limitlab-run", "version": 1, "run": {"name": "x", "spec": {"lanes": [{"name": "a", "workload": {"kind": "md5"}}]},
+		"state": "done", "lanes": [{"name": "a", "state": "exited", "docker_run": "docker run --privileged -v /:/host x"}],
+		"changes": [{"lane": 7}]}, "stream": []}`
+	attacks := []struct {
+		name string
+		do   func() (int, []byte, error)
+		want int
+	}{
+		{"64 KiB of --cpus 1e999999", func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs", huge) }, http.StatusBadRequest},
+		{"two 16 GiB mem lanes", func() (int, []byte, error) {
+			return post(ctx, cl, base+"/api/runs", `{"lanes": [{"name": "a", "workload": {"kind": "mem", "mb": 16384}}, {"name": "b", "workload": {"kind": "mem", "mb": 16384}}]}`)
+		}, http.StatusBadRequest},
+		{"keys that differ by case", func() (int, []byte, error) {
+			return post(ctx, cl, base+"/api/runs", `{"Lanes": [{"workload": {"kind": "md5"}}]}`)
+		}, http.StatusBadRequest},
+		{"an import with a planted command", func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs/import", planted) }, http.StatusBadRequest},
+		{"a form post without Origin", func() (int, []byte, error) {
+			res, err := cl.Post(base+"/api/runs", "text/plain", strings.NewReader(smallRun()))
+			if err != nil {
+				return 0, nil, err
+			}
+			res.Body.Close()
+			return res.StatusCode, nil, nil
+		}, http.StatusForbidden},
+		{"a wrong presenter token", func() (int, []byte, error) {
+			req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/queue/clear", nil)
+			req.Header.Set("Authorization", "Bearer guess")
+			res, err := cl.Do(req)
+			if err != nil {
+				return 0, nil, err
+			}
+			res.Body.Close()
+			return res.StatusCode, nil, nil
+		}, http.StatusUnauthorized},
+		{"a body that never arrives", func() (int, []byte, error) { return slowBody(ctx, base) }, 0},
+	}
+	for i := 0; jitter(ctx, 200*time.Millisecond); i++ {
+		a := attacks[i%len(attacks)]
+		start := time.Now()
+		status, _, err := a.do()
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		r.hostile(a.name, status == a.want, time.Since(start))
+	}
+}
+
+// slowBody announces a megabyte, sends ten bytes and waits: the server
+// must cut it off. It returns 0 when the server closed the connection.
+func slowBody(ctx context.Context, base string) (int, []byte, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.3.1")}}
+	c, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		return -1, nil, err
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/runs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{\"lanes\":", strings.TrimPrefix(base, "http://"))
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return -1, nil, nil
+		}
+	}
+	return 0, nil, nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+type report struct {
+	mu        sync.Mutex
+	counts    map[string]int
+	latencies []float64
+	maxRSS    int64
+	attacks   map[string]*attack
+}
+
+type attack struct {
+	tries, refused int
+	slowest        time.Duration
+}
+
+func newReport() *report {
+	return &report{counts: map[string]int{}, attacks: map[string]*attack{}}
+}
+
+func (r *report) count(what string) {
+	r.mu.Lock()
+	r.counts[what]++
+	r.mu.Unlock()
+}
+
+func (r *report) latency(ms float64) {
+	r.mu.Lock()
+	r.latencies = append(r.latencies, ms)
+	r.mu.Unlock()
+}
+
+func (r *report) rss(b int64) {
+	r.mu.Lock()
+	r.maxRSS = max(r.maxRSS, b)
+	r.mu.Unlock()
+}
+
+func (r *report) hostile(name string, refused bool, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.attacks[name]
+	if a == nil {
+		a = &attack{}
+		r.attacks[name] = a
+	}
+	a.tries++
+	if refused {
+		a.refused++
+	}
+	a.slowest = max(a.slowest, took)
+}
+
+func (r *report) line() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprintf("%d runs ended, %d viewer batches, RSS max %d MiB", r.ended(), len(r.latencies), r.maxRSS>>20)
+}
+
+func (r *report) ended() int {
+	n := 0
+	for k, v := range r.counts {
+		if strings.HasPrefix(k, "runs ended") {
+			n += v
+		}
+	}
+	return n
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+func (r *report) markdown(c config, elapsed time.Duration, cpu float64, containers, volumes int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on this host: %d participants keeping cookies, %d scripts without them, one hostile client, %d viewers, the real server binary on loopback (`make soak`).\n\n",
+		time.Now().UTC().Format("2006-01-02"), c.participants, c.scripts, c.viewers)
+	fmt.Fprintf(&b, "| figure | value |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| window | %s |\n", elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "| runs that ended (participants' runs followed to their end) | %d |\n", r.ended())
+	fmt.Fprintf(&b, "| server CPU | %.1f s (%.1f%% of one core) |\n", cpu, 100*cpu/elapsed.Seconds())
+	fmt.Fprintf(&b, "| server RSS, highest | %d MiB |\n", r.maxRSS>>20)
+	fmt.Fprintf(&b, "| viewer latency p50 / p99 (%d sample batches) | %.1f ms / %.1f ms |\n", len(r.latencies), percentile(r.latencies, 0.5), percentile(r.latencies, 0.99))
+	fmt.Fprintf(&b, "| containers / volumes left after SIGTERM | %d / %d |\n\n", containers, volumes)
+	keys := make([]string, 0, len(r.counts))
+	for k := range r.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(&b, "| outcome | count |\n| --- | --- |\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, r.counts[k])
+	}
+	names := make([]string, 0, len(r.attacks))
+	for k := range r.attacks {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "\n| hostile input | tries | refused as it should be | slowest answer |\n| --- | --- | --- | --- |\n")
+	for _, k := range names {
+		a := r.attacks[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", k, a.tries, a.refused, a.slowest.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// The soak's section of a markdown file lies between these lines.
+const (
+	beginMark = "<!-- soak: begin -->"
+	endMark   = "<!-- soak: end -->"
+)
+
+func writeSection(path, text string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	section := beginMark + "\n" + text + endMark
+	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+	if i >= 0 && j > i {
+		s = s[:i] + section + s[j+len(endMark):]
+	} else {
+		s += "\n## A room for ten minutes (`make soak`)\n\n" + section + "\n"
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
