@@ -109,6 +109,7 @@ func run() error {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := srv.cpuSeconds() - cpu0
+	r.served(srv.base)
 	if err := srv.stop(); err != nil {
 		log.Printf("server: %v", err)
 	}

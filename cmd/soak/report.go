@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -58,6 +60,20 @@ func (r *report) hostile(name string, refused bool, took time.Duration) {
 		a.refused++
 	}
 	a.slowest = max(a.slowest, took)
+}
+
+// served counts the runs the server kept, by state, as its history says.
+func (r *report) served(base string) {
+	res, err := http.Get(base + "/api/runs?limit=500")
+	if err != nil {
+		return
+	}
+	defer res.Body.Close()
+	var list struct{ Runs []struct{ State string } }
+	_ = json.NewDecoder(res.Body).Decode(&list)
+	for _, run := range list.Runs {
+		r.count("server history: " + run.State)
+	}
 }
 
 func (r *report) line() string {
