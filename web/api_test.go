@@ -42,27 +42,27 @@ func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 	}
 	t.Cleanup(func() { st.Close() }) // after the manager's shutdown: cleanups run last first
 	m := enginetest.Manager(t, append([]func(*workshop.Options){func(o *workshop.Options) { o.Store = st }}, options...)...)
+	return serve(t, m, deps), m
+}
+
+// serve serves the real router over m as the server serves it: through
+// Listener.
+func serve(t testing.TB, m *workshop.Manager, deps func(*Deps)) *httptest.Server {
 	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}
-	// Served as the server serves: through Listener.
 	srv := httptest.NewUnstartedServer(NewRouter(d))
 	srv.Listener = Listener(srv.Listener, 0)
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv, m
+	return srv
 }
 
 func postJSON(t *testing.T, url, body string) (int, []byte) {
 	t.Helper()
-	res, err := testClient.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	status, b := postWith(t, testClient, url, body)
+	return status, []byte(b)
 }
 
 func getJSON(t *testing.T, url string, v any) int {

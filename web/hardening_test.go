@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitlab/limitlab"
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -41,15 +40,7 @@ func newFakeServer(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 		defer cancel()
 		_ = m.Shutdown(ctx)
 	})
-	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
-	if deps != nil {
-		deps(&d)
-	}
-	srv := httptest.NewUnstartedServer(NewRouter(d))
-	srv.Listener = Listener(srv.Listener, 0)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, m, fake
+	return serve(t, m, deps), m, fake
 }
 
 func newJarClient() *http.Client {

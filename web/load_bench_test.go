@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -44,7 +43,7 @@ func (v *viewer) read(ctx context.Context, c *websocket.Conn) {
 		// Only the send time is wanted: found without decoding the whole
 		// batch, so that 200 viewers in the server's process take little
 		// of the CPU the server needs.
-		sent, ok := sentUs(b)
+		sent, ok := runner.SentUs(b)
 		if !ok {
 			continue
 		}
@@ -54,24 +53,6 @@ func (v *viewer) read(ctx context.Context, c *websocket.Conn) {
 		}
 		v.mu.Unlock()
 	}
-}
-
-// sentUs is the sent_us of a samples message (runner.Message).
-func sentUs(msg []byte) (int64, bool) {
-	if !bytes.HasPrefix(msg, []byte(`{"type":"samples"`)) {
-		return 0, false
-	}
-	i := bytes.LastIndex(msg, []byte(`"sent_us":`))
-	if i < 0 {
-		return 0, false
-	}
-	rest := msg[i+len(`"sent_us":`):]
-	end := bytes.IndexAny(rest, ",}")
-	if end < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
-	return n, err == nil
 }
 
 func cpuSeconds() float64 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/runner"
 )
 
 // smallRun is what a participant submits: one or two short spin lanes.
@@ -139,29 +139,12 @@ func viewer(ctx context.Context, cl *http.Client, base string, r *report) {
 			if err != nil {
 				break
 			}
-			if sent, ok := sentUs(b); ok {
+			if sent, ok := runner.SentUs(b); ok {
 				r.latency(float64(time.Now().UnixMicro()-sent) / 1000)
 			}
 		}
 		c.CloseNow()
 	}
-}
-
-func sentUs(msg []byte) (int64, bool) {
-	if !bytes.HasPrefix(msg, []byte(`{"type":"samples"`)) {
-		return 0, false
-	}
-	i := bytes.LastIndex(msg, []byte(`"sent_us":`))
-	if i < 0 {
-		return 0, false
-	}
-	rest := msg[i+len(`"sent_us":`):]
-	end := bytes.IndexAny(rest, ",}")
-	if end < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
-	return n, err == nil
 }
 
 // hostile sends, in a bounded loop, the inputs a hostile participant

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"strconv"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
@@ -215,4 +217,24 @@ type Message struct {
 	// SentUs is when a batch of samples was published, in microseconds
 	// since the Unix epoch, to measure delivery.
 	SentUs int64 `json:"sent_us,omitempty"`
+}
+
+// SentUs picks a samples message's sent_us out of its bytes without
+// decoding the batch: for clients that measure delivery and must not spend
+// the CPU the server needs (the viewer benchmarks, the soak).
+func SentUs(msg []byte) (int64, bool) {
+	if !bytes.HasPrefix(msg, []byte(`{"type":"samples"`)) {
+		return 0, false
+	}
+	i := bytes.LastIndex(msg, []byte(`"sent_us":`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := msg[i+len(`"sent_us":`):]
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return n, err == nil
 }
