@@ -104,11 +104,53 @@ func script(ctx context.Context, cl *http.Client, base string, r *report) {
 	}
 }
 
-// viewer follows the latest run's live stream, reconnecting as runs end,
-// and records how long each batch of samples took to reach it.
+// viewer watches the projector: the run the presenter features, its live
+// stream until it ends, then the next; it records how long each batch of
+// samples took to reach it.
 func viewer(ctx context.Context, cl *http.Client, base string, r *report) {
 	for jitter(ctx, time.Second) {
-		res, err := cl.Get(base + "/api/runs?limit=3")
+		res, err := cl.Get(base + "/api/featured")
+		if err != nil {
+			continue
+		}
+		var v struct {
+			ID    string
+			Ended bool
+		}
+		_ = json.NewDecoder(res.Body).Decode(&v)
+		res.Body.Close()
+		if v.ID == "" || v.Ended {
+			continue
+		}
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/runs/"+v.ID+"/live", &websocket.DialOptions{HTTPClient: cl})
+		if err != nil {
+			r.count("viewer refused")
+			continue
+		}
+		c.SetReadLimit(16 << 20)
+		r.count("viewer streams")
+		// The history replayed on connect is old: only batches published
+		// since count.
+		since := time.Now().UnixMicro()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				break
+			}
+			if sent, ok := runner.SentUs(b); ok && sent >= since {
+				r.latency(float64(time.Now().UnixMicro()-sent) / 1000)
+			}
+		}
+		c.CloseNow()
+	}
+}
+
+// presenter features whichever run is running, as a facilitator puts the
+// current experiment on the projector.
+func presenter(ctx context.Context, cl *http.Client, base string, r *report) {
+	featured := ""
+	for jitter(ctx, 2*time.Second) {
+		res, err := cl.Get(base + "/api/runs?limit=100")
 		if err != nil {
 			continue
 		}
@@ -117,33 +159,21 @@ func viewer(ctx context.Context, cl *http.Client, base string, r *report) {
 		}
 		_ = json.NewDecoder(res.Body).Decode(&list)
 		res.Body.Close()
-		id := ""
 		for _, run := range list.Runs {
-			if run.State == "running" {
-				id = run.ID
-				break
+			if run.State != "running" || run.ID == featured {
+				continue
 			}
-		}
-		if id == "" {
-			continue
-		}
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/runs/"+id+"/live", &websocket.DialOptions{HTTPClient: cl})
-		if err != nil {
-			r.count("viewer refused")
-			continue
-		}
-		c.SetReadLimit(16 << 20)
-		r.count("viewer streams")
-		for {
-			_, b, err := c.Read(ctx)
-			if err != nil {
-				break
+			req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/runs/"+run.ID+"/feature", nil)
+			req.Header.Set("Authorization", "Bearer "+presenterToken)
+			if res, err := cl.Do(req); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					featured = run.ID
+					r.count("runs featured")
+				}
 			}
-			if sent, ok := runner.SentUs(b); ok {
-				r.latency(float64(time.Now().UnixMicro()-sent) / 1000)
-			}
+			break
 		}
-		c.CloseNow()
 	}
 }
 

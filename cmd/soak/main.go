@@ -3,7 +3,8 @@
 // runs served, refusals by reason, the server's RSS and CPU, the p99
 // latency of the live viewers, and the containers and volumes left behind
 // (which must be none). Each kind of client has loopback addresses of its
-// own (127.0.x.y), as a room of machines would.
+// own (127.0.x.y), as a room of machines would; the viewers watch the run
+// a presenter client features.
 //
 //	go run ./cmd/soak -bin bin/limitlab -duration 10m -out docs/benchmarks.md
 package main
@@ -27,6 +28,9 @@ import (
 	"syscall"
 	"time"
 )
+
+// presenterToken is the soak server's presenter token.
+const presenterToken = "soak-presenter-token-0123"
 
 func main() {
 	if err := run(); err != nil {
@@ -81,6 +85,7 @@ func run() error {
 	spawn(c.scripts, 2, func(ctx context.Context, cl *http.Client, i int) { script(ctx, cl, srv.base, r) })
 	spawn(1, 3, func(ctx context.Context, cl *http.Client, i int) { hostile(ctx, cl, srv.base, r) })
 	spawn(c.viewers, 4, func(ctx context.Context, cl *http.Client, i int) { viewer(ctx, cl, srv.base, r) })
+	spawn(1, 5, func(ctx context.Context, cl *http.Client, i int) { presenter(ctx, cl, srv.base, r) })
 	// The sampler of the server's memory lives until the soak's end.
 	wg.Add(1)
 	go func() {
@@ -161,7 +166,7 @@ func startServer(ctx context.Context, bin string) (*server, error) {
 	}
 	s := &server{base: "http://" + addr, dir: dir, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, "-addr", addr, "-data", filepath.Join(dir, "data"))
-	s.cmd.Env = append(os.Environ(), "LIMITLAB_PRESENTER_TOKEN=soak-presenter-token-0123")
+	s.cmd.Env = append(os.Environ(), "LIMITLAB_PRESENTER_TOKEN="+presenterToken)
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
