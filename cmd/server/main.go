@@ -184,6 +184,12 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Block IO control is decided by what a probe container is given.
+	if err := engine.ProbeIO(ctx, eng, &host, image, log); err != nil {
+		return err
+	}
+	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
+		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
 
 	st, err := store.Open(cfg.dataDir, log)
 	if err != nil {

@@ -150,7 +150,7 @@ func viewer(ctx context.Context, cl *http.Client, base string, r *report) {
 func presenter(ctx context.Context, cl *http.Client, base string, r *report) {
 	featured := ""
 	for jitter(ctx, 2*time.Second) {
-		res, err := cl.Get(base + "/api/runs?limit=100")
+		res, err := cl.Get(base + "/api/runs?limit=200") // past the queue (at most 100) to the running run
 		if err != nil {
 			continue
 		}

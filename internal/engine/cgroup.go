@@ -111,6 +111,19 @@ func (r *CgroupReader) Read() (Counters, error) {
 	return r.readV1()
 }
 
+// File reads one of the container's cgroup files: by controller on v1
+// ("blkio", "cpu", ...), from its one directory on v2.
+func (r *CgroupReader) File(controller, name string) ([]byte, error) {
+	dir := r.dirs[controller]
+	if r.v2 {
+		dir = r.dirs["unified"]
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("engine: no %s controller", controller)
+	}
+	return os.ReadFile(filepath.Join(dir, name))
+}
+
 // readFile reads a small cgroup file into the reader's buffer; the result is
 // valid until the next call.
 func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {

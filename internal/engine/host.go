@@ -44,6 +44,9 @@ type HostInfo struct {
 	IOWeightSupported   Support `json:"io_weight_supported"`
 	IOThrottleSupported Support `json:"io_throttle_supported"`
 	DataRootDevice      string  `json:"data_root_device"`
+	// IO is what the block IO probe container showed (ProbeIO); nil until
+	// a probe ran.
+	IO *IOProbe `json:"io_probe,omitempty"`
 	// Queue is the data root disk's request limits: larger IOs are split,
 	// and IOPS throttles count the pieces.
 	Queue        experiments.QueueLimits `json:"data_root_queue"`

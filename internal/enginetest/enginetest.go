@@ -82,6 +82,9 @@ func setup() (*client.Client, string, engine.HostInfo, error) {
 	if err != nil {
 		return nil, "", engine.HostInfo{}, err
 	}
+	if err := engine.ProbeIO(ctx, c, &h, img, slog.Default()); err != nil {
+		return nil, "", engine.HostInfo{}, err
+	}
 	return c, img, h, nil
 }
 
