@@ -4,7 +4,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test test-race soak assets build generate bench bench-labs clean
+.PHONY: run test test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -18,6 +18,11 @@ assets: static/vendor/uPlot.iife.min.js
 # program that the FROM scratch workload image runs.
 build: assets
 	$(GO) build -o bin/limitlab ./cmd/server
+
+# The dashboard's image, FROM scratch with the static binary: nothing is
+# pulled. docker-compose.yml runs it.
+image: build
+	docker build -t limitlab:local .
 
 run: build
 	./bin/limitlab $(ARGS)

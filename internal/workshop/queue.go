@@ -8,16 +8,23 @@ import (
 // fairQueue holds waiting items per participant and serves participants in
 // turn: whoever was served least recently goes first, so one participant
 // submitting many runs cannot push the others back (round-robin, not first
-// come first served). Within a participant, items keep their order. It is
-// not safe for concurrent use.
+// come first served). Within a participant, items keep their order. A
+// participant is also known by its client address: one never served
+// counts as served when its address last was, so that a script which
+// becomes a new participant on every request (it drops its cookie) does
+// not go before everybody each time. It is not safe for concurrent use.
 type fairQueue[T comparable] struct {
 	turn  []string // participants with waiting items, next to be served first
 	items map[string][]T
 	// served is when each participant was last served, on a counter, and
 	// at what time, to forget the idle.
 	served map[string]stamp
-	clock  uint64
-	now    func() time.Time
+	// addrOf is each waiting participant's address, servedAddr when each
+	// address was last served.
+	addrOf     map[string]string
+	servedAddr map[string]stamp
+	clock      uint64
+	now        func() time.Time
 }
 
 type stamp struct {
@@ -32,7 +39,8 @@ type stamp struct {
 const idleAfter = time.Hour
 
 func newFairQueue[T comparable]() *fairQueue[T] {
-	return &fairQueue[T]{items: map[string][]T{}, served: map[string]stamp{}, now: time.Now}
+	return &fairQueue[T]{items: map[string][]T{}, served: map[string]stamp{}, addrOf: map[string]string{},
+		servedAddr: map[string]stamp{}, now: time.Now}
 }
 
 // forgetIdle drops the turns of participants idle for idleAfter, so that
@@ -45,20 +53,36 @@ func (q *fairQueue[T]) forgetIdle() {
 			delete(q.served, p)
 		}
 	}
+	for a, s := range q.servedAddr {
+		if s.at.Before(cutoff) {
+			delete(q.servedAddr, a)
+		}
+	}
+}
+
+// last is when a participant was last served, or its address was.
+func (q *fairQueue[T]) last(p string) uint64 {
+	c := q.served[p].clock
+	if a := q.addrOf[p]; a != "" {
+		c = max(c, q.servedAddr[a].clock)
+	}
+	return c
 }
 
 // remembered is how many participants the queue keeps a turn for.
 func (q *fairQueue[T]) remembered() int { return len(q.served) }
 
-// Push adds an item at the end of its participant's line. A participant
-// with nothing waiting joins the turn after those served before it, and
-// before those served since: one just served waits behind the others.
-func (q *fairQueue[T]) Push(participant string, item T) {
+// Push adds an item at the end of its participant's line; address is the
+// client's ("" if not known). A participant with nothing waiting joins the
+// turn after those served before it, and before those served since: one
+// just served waits behind the others.
+func (q *fairQueue[T]) Push(participant, address string, item T) {
 	q.forgetIdle()
 	if len(q.items[participant]) == 0 {
+		q.addrOf[participant] = address
 		at := len(q.turn)
 		for i, p := range q.turn {
-			if q.served[p].clock > q.served[participant].clock {
+			if q.last(p) > q.last(participant) {
 				at = i
 				break
 			}
@@ -93,6 +117,7 @@ func (q *fairQueue[T]) Remove(item T) bool {
 
 func (q *fairQueue[T]) drop(p string) {
 	delete(q.items, p)
+	delete(q.addrOf, p)
 	if i := slices.Index(q.turn, p); i >= 0 {
 		q.turn = slices.Delete(q.turn, i, i+1)
 	}
@@ -108,11 +133,16 @@ func (q *fairQueue[T]) Next(fits func(T) bool) (T, bool) {
 			continue
 		}
 		rest := q.items[p][1:]
+		addr := q.addrOf[p]
 		q.drop(p)
 		q.clock++
 		q.served[p] = stamp{q.clock, q.now()}
+		if addr != "" {
+			q.servedAddr[addr] = q.served[p]
+		}
 		if len(rest) > 0 {
 			q.items[p] = rest
+			q.addrOf[p] = addr
 			q.turn = append(q.turn, p)
 		}
 		return head, true

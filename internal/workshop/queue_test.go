@@ -14,10 +14,10 @@ func TestFairQueueServesParticipantsInTurn(t *testing.T) {
 	q := newFairQueue[string]()
 	// Ann floods the queue before Bob arrives.
 	for _, it := range []string{"a1", "a2", "a3"} {
-		q.Push("ann", it)
+		q.Push("ann", "", it)
 	}
-	q.Push("bob", "b1")
-	q.Push("bob", "b2")
+	q.Push("bob", "", "b1")
+	q.Push("bob", "", "b2")
 	want := []string{"a1", "b1", "a2", "b2", "a3"}
 	if got := q.Order(); !slices.Equal(got, want) {
 		t.Fatalf("projected order %v, want %v", got, want)
@@ -40,37 +40,54 @@ func TestFairQueueForgetsIdleParticipants(t *testing.T) {
 	q.now = func() time.Time { return now }
 	for i := range 1000 {
 		p := fmt.Sprint("script-", i) // a script without cookies: a new participant each time
-		q.Push(p, p)
+		q.Push(p, "", p)
 		q.Next(nil)
 	}
 	if n := q.remembered(); n != 1000 {
 		t.Fatalf("remembers %d participants, want 1000 before any is idle", n)
 	}
 	now = now.Add(idleAfter + time.Minute)
-	q.Push("ann", "a1")
+	q.Push("ann", "", "a1")
 	q.Next(nil)
 	if n := q.remembered(); n != 1 {
 		t.Errorf("remembers %d participants an hour on, want only ann", n)
 	}
 	// Ann was just served: Bob, new, goes before her next run.
-	q.Push("ann", "a2")
-	q.Push("bob", "b1")
+	q.Push("ann", "", "a2")
+	q.Push("bob", "", "b1")
 	if got := q.Order(); !slices.Equal(got, []string{"b1", "a2"}) {
 		t.Errorf("order %v, want the newcomer first", got)
 	}
 }
 
+// TestFairQueueKnowsAScriptByItsAddress: a script that is a new
+// participant on every request goes behind the participants served before
+// its address was, not before everybody.
+func TestFairQueueKnowsAScriptByItsAddress(t *testing.T) {
+	q := newFairQueue[string]()
+	q.Push("ann", "10.0.0.1", "a1")
+	q.Next(nil) // ann is served
+	q.Push("script-1", "10.0.0.9", "s1")
+	q.Next(nil) // the script's address is served after ann
+	q.Push("ann", "10.0.0.1", "a2")
+	q.Push("script-2", "10.0.0.9", "s2") // a "new" participant, from the same address
+	q.Push("bob", "10.0.0.2", "b1")      // really new
+	if got, want := q.Order(), []string{"b1", "a2", "s2"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v: the script's new identity must not jump the queue", got, want)
+	}
+}
+
 func TestFairQueuePutsTheOneJustServedLast(t *testing.T) {
 	q := newFairQueue[string]()
-	q.Push("ann", "a1")
+	q.Push("ann", "", "a1")
 	if it, _ := q.Next(nil); it != "a1" {
 		t.Fatal(it)
 	}
 	// Ann, just served, queues two more before Bob and Cat arrive.
-	q.Push("ann", "a2")
-	q.Push("ann", "a3")
-	q.Push("bob", "b1")
-	q.Push("cat", "c1")
+	q.Push("ann", "", "a2")
+	q.Push("ann", "", "a3")
+	q.Push("bob", "", "b1")
+	q.Push("cat", "", "c1")
 	want := []string{"b1", "c1", "a2", "a3"}
 	if got := q.Order(); !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
@@ -79,9 +96,9 @@ func TestFairQueuePutsTheOneJustServedLast(t *testing.T) {
 
 func TestFairQueueSkipsWhatDoesNotFitAndRemoves(t *testing.T) {
 	q := newFairQueue[string]()
-	q.Push("ann", "big")
-	q.Push("bob", "small")
-	q.Push("cat", "c1")
+	q.Push("ann", "", "big")
+	q.Push("bob", "", "small")
+	q.Push("cat", "", "c1")
 	it, ok := q.Next(func(s string) bool { return s != "big" })
 	if !ok || it != "small" {
 		t.Fatalf("next fitting: %q %v", it, ok)

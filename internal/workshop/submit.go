@@ -48,7 +48,7 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 	}
 	m.runs[e.run.ID()] = e
 	m.order = append(m.order, e)
-	m.queue.Push(participant, e)
+	m.queue.Push(participant, address, e)
 	e.expiry = time.AfterFunc(m.opts.MaxWait, func() { m.expire(e) })
 	m.mu.Unlock()
 
