@@ -86,7 +86,9 @@ func TestComposeDeployment(t *testing.T) {
 			Judged      bool
 			Explanation string
 		}
-		Lanes []struct{ StatsSource string `json:"stats_source"` }
+		Lanes []struct {
+			StatsSource string `json:"stats_source"`
+		}
 	}
 	enginetest.WaitFor(t, 3*time.Minute, "the lab to end", func() bool {
 		res, err := http.Get(base + "/api/runs/" + created.ID)
