@@ -38,6 +38,9 @@ type HostInfo struct {
 	// files itself, "engine" when it must ask the engine (a remote engine).
 	StatsSource string   `json:"stats_source"`
 	StatsNote   string   `json:"stats_note"`
+	// Samples is what the samples carry here: their finest interval and
+	// each signal they lack, and why.
+	Samples Sampling `json:"samples"`
 	Warnings    []string `json:"engine_warnings,omitempty"`
 	// Block IO: whether weights and throttles are honoured, and the disk
 	// under the engine's data root (what the device "auto" means).
@@ -203,10 +206,9 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.StatsSource = StatsEngine
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
-	if !h.ReadsCgroups() && h.CgroupV2() {
-		// The engine's stats on cgroup v2 carry IO bytes but no operation
-		// counts.
-		h.StatsNote += "; on cgroup v2 the engine reports no IO operation counts, so IOPS charts stay empty"
+	h.Samples = h.Sampling()
+	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
+		h.StatsNote += "; " + why + ", so IOPS charts stay empty"
 	}
 	return h, nil
 }

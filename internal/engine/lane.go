@@ -65,9 +65,9 @@ func RemoveRun(ctx context.Context, eng Engine, runID string, ids []string, lane
 	}
 }
 
-// Signal sends sig to a container, giving the engine 10 s; a container
+// SendSignal sends sig to a container, giving the engine 10 s; a container
 // that has already exited is no error worth more than a debug line.
-func Signal(eng Engine, id, sig string, log *slog.Logger) {
+func SendSignal(eng Engine, id, sig string, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: sig}); err != nil {

@@ -113,3 +113,13 @@ func (l Lab) LabSpec() Spec {
 	spec.Lab = l.ID
 	return spec
 }
+
+// Needs are the sampled signals a verdict of this metric judges on (by the
+// names internal/engine gives them): the CPU metric compares the lanes'
+// sampled cores; the others use the workloads' own accounts.
+func (v VerdictSpec) Needs() []string {
+	if v.Metric == MetricCPU {
+		return []string{"cpu"}
+	}
+	return nil
+}

@@ -3,8 +3,6 @@ package experiments
 import (
 	"fmt"
 	"path"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -277,7 +275,7 @@ func ParseCPUSet(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty cpuset")
 	}
-	set := map[int]bool{}
+	var set [maxCPUs]bool
 	if len(s) > maxValueLen || strings.Trim(s, "0123456789,-") != "" {
 		return nil, fmt.Errorf("invalid cpuset %q", s)
 	}
@@ -294,20 +292,24 @@ func ParseCPUSet(s string) ([]int, error) {
 				return nil, fmt.Errorf("invalid cpuset %q", s)
 			}
 		}
-		if b > 4095 {
+		if b >= maxCPUs {
 			return nil, fmt.Errorf("invalid cpuset %q", s)
 		}
 		for c := a; c <= b; c++ {
 			set[c] = true
 		}
 	}
-	out := make([]int, 0, len(set))
-	for c := range set {
-		out = append(out, c)
+	var out []int
+	for c, in := range set {
+		if in {
+			out = append(out, c)
+		}
 	}
-	sort.Ints(out)
-	return slices.Clip(out), nil
+	return out, nil
 }
+
+// maxCPUs bounds a cpuset's CPU numbers, as the kernel's NR_CPUS does.
+const maxCPUs = 4096
 
 // cleanDevicePath says whether p is a plain path under /dev: clean, short,
 // and of letters, digits and / _ . - only.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 )
 
@@ -135,6 +136,10 @@ func (x *execution) judgeLocked() {
 	if spec == nil || r.st.state != StateDone {
 		return
 	}
+	if v, blocked := unjudgeable(*spec, r.env.Host.Samples); blocked {
+		r.st.verdict = &v
+		return
+	}
 	var v experiments.Verdict
 	switch spec.Metric {
 	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery:
@@ -156,4 +161,17 @@ func (x *execution) judgeLocked() {
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
 	r.st.verdict = &v
+}
+
+// unjudgeable is the verdict of a run whose samples lack a signal its
+// metric needs: not judged, saying which and why, rather than judged on
+// what is not there.
+func unjudgeable(spec experiments.VerdictSpec, s engine.Sampling) (experiments.Verdict, bool) {
+	for _, need := range spec.Needs() {
+		if why, lacks := s.Lacks(engine.Signal(need)); lacks {
+			return experiments.Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance,
+				Explanation: fmt.Sprintf("not judged: this verdict compares %s, which samples on this host lack (%s)", need, why)}, true
+		}
+	}
+	return experiments.Verdict{}, false
 }

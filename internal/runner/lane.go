@@ -177,18 +177,18 @@ func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.
 			return exit, waitErr, timedOut, stopped
 		case <-timer.C:
 			timedOut = true
-			engine.Signal(eng, id, "KILL", log)
+			engine.SendSignal(eng, id, "KILL", log)
 		case <-stopAt:
 			// The end of the lane's phase: asked to stop, the workload
 			// prints its summary and exits; it gets a few seconds.
 			stopAt, grace = nil, time.After(5*time.Second)
-			engine.Signal(eng, id, "TERM", log)
+			engine.SendSignal(eng, id, "TERM", log)
 		case <-grace:
 			grace = nil
-			engine.Signal(eng, id, "KILL", log)
+			engine.SendSignal(eng, id, "KILL", log)
 		case <-stop:
 			stopped, stop = true, nil // keep waiting for the exit
-			engine.Signal(eng, id, "KILL", log)
+			engine.SendSignal(eng, id, "KILL", log)
 		}
 	}
 }
@@ -235,7 +235,7 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 	id, running := r.st.lanes[t].id, r.st.lanes[t].state == LaneRunning
 	r.mu.Unlock()
 	if running {
-		engine.Signal(r.env.Engine, id, "TERM", log)
+		engine.SendSignal(r.env.Engine, id, "TERM", log)
 	}
 }
 

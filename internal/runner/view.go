@@ -116,13 +116,15 @@ type RunView struct {
 	// CPUs, so that runs from two hosts compare knowingly.
 	Host string `json:"host,omitempty"`
 	// Imported runs were exported elsewhere and imported here.
-	Imported   bool           `json:"imported,omitempty"`
-	CreatedAt  time.Time      `json:"created_at"`
-	Elapsed    float64        `json:"elapsed_seconds"`
-	IntervalMs int64          `json:"interval_ms"`
-	StatsNote  string         `json:"stats_note,omitempty"`
-	Lanes      []LaneResult   `json:"lanes"`
-	Changes    []ChangeRecord `json:"changes"`
+	Imported   bool      `json:"imported,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	Elapsed    float64   `json:"elapsed_seconds"`
+	IntervalMs int64     `json:"interval_ms"`
+	StatsNote  string    `json:"stats_note,omitempty"`
+	// Missing are the signals the run's samples lack, and why.
+	Missing []engine.Missing `json:"missing_signals,omitempty"`
+	Lanes   []LaneResult     `json:"lanes"`
+	Changes []ChangeRecord   `json:"changes"`
 	// Events are the engine's oom and die events on the lanes.
 	Events []EventRecord `json:"events"`
 	// PhaseBounds are the offsets at which lanes start or stop.
@@ -139,6 +141,7 @@ func (r *Run) viewLocked() RunView {
 		ID: r.id, Lab: r.plan.Lab, Name: r.plan.Name, Spec: r.spec, Mode: r.plan.Mode, Duration: r.plan.Duration.Seconds(),
 		State: s.state, Ended: s.state.Ended(), Error: s.err, QueuePosition: s.queuePos, Host: r.host,
 		CreatedAt: s.createdAt, IntervalMs: r.interval.Milliseconds(), StatsNote: r.statsNote,
+		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
 	}

@@ -130,6 +130,13 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 	}
 	v.Error, v.Host, v.StatsNote = clip(v.Error, maxImportText), clip(v.Host, maxImportShort), clip(v.StatsNote, maxImportShort)
 	v.PhaseBounds = plan.PhaseBounds()
+	var missing []engine.Missing
+	for _, m := range v.Missing {
+		if len(missing) < 8 && len(m.Signal) <= 32 {
+			missing = append(missing, engine.Missing{Signal: m.Signal, Why: clip(m.Why, maxImportShort)})
+		}
+	}
+	v.Missing = missing
 	for i := range v.Lanes {
 		if err := cleanLane(&v.Lanes[i], i, plan); err != nil {
 			return fmt.Errorf("lane %d: %w", i, err)
