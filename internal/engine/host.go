@@ -36,12 +36,12 @@ type HostInfo struct {
 	Limits           map[string]Support `json:"limits"`
 	// StatsSource is "cgroup" when the server reads the containers' cgroup
 	// files itself, "engine" when it must ask the engine (a remote engine).
-	StatsSource string   `json:"stats_source"`
-	StatsNote   string   `json:"stats_note"`
+	StatsSource string `json:"stats_source"`
+	StatsNote   string `json:"stats_note"`
 	// Samples is what the samples carry here: their finest interval and
 	// each signal they lack, and why.
-	Samples Sampling `json:"samples"`
-	Warnings    []string `json:"engine_warnings,omitempty"`
+	Samples  Sampling `json:"samples"`
+	Warnings []string `json:"engine_warnings,omitempty"`
 	// Block IO: whether weights and throttles are honoured, and the disk
 	// under the engine's data root (what the device "auto" means).
 	IOWeightSupported   Support `json:"io_weight_supported"`
