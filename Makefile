@@ -32,10 +32,12 @@ generate:
 
 # The packages that need no engine, and the workshop's fake-engine tests,
 # run first under the race detector (which needs cgo).
-RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/...
+RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota)' ./internal/workshop
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^TestVerdictsNeedingAMissingSignal' ./internal/runner
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other.
