@@ -40,7 +40,8 @@ type IOProbe struct {
 // apply a weight says "Weight discarded" and creates the container
 // anyway), starts it, reads its cgroup files back, and removes it. Weights
 // also need a disk scheduler that honours them (BFQ): mq-deadline, kyber
-// and none ignore them. It updates h's IO support, each with its reason.
+// and none ignore them. It updates h's IO support, each with its reason; a
+// probe that fails is a reason, never a reason not to start.
 func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *slog.Logger) error {
 	dev := h.DataRootDevice
 	if dev == "" {
@@ -60,7 +61,12 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 	opts.Config.Labels = map[string]string{LabelRun: name}
 	created, err := eng.ContainerCreate(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("engine: IO probe: %w", err)
+		// An engine that refuses the probe's limits cannot apply them:
+		// the server still starts, and says why.
+		why := "a probe container asking for --blkio-weight and a read throttle on " + dev + " was refused: " + err.Error()
+		h.IOWeightSupported, h.IOThrottleSupported = Support{Reason: why}, Support{Reason: why}
+		h.setIO()
+		return nil
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -70,20 +76,21 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		}
 	}()
 	p := IOProbe{Warnings: created.Warnings, Scheduler: scheduler(dev)}
-	if h.ReadsCgroups() {
+	readBack := h.ReadsCgroups()
+	if readBack {
 		if _, err := eng.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-			return fmt.Errorf("engine: IO probe: start: %w", err)
-		}
-		ins, err := eng.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
-		if err != nil {
-			return fmt.Errorf("engine: IO probe: inspect: %w", err)
-		}
-		if cg, err := FindCgroup(h.cgroupRoot, created.ID, ins.Container.State.Pid); err == nil {
+			p.Warnings = append(p.Warnings, "Limitation discarded: the probe container did not start: "+err.Error())
+			readBack = false
+		} else if ins, err := eng.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{}); err != nil || ins.Container.State == nil {
+			readBack = false
+		} else if cg, err := FindCgroup(h.cgroupRoot, created.ID, ins.Container.State.Pid); err == nil {
 			p.readBack(cg)
+		} else {
+			readBack = false
 		}
 	}
 	h.IO = &p
-	h.IOWeightSupported, h.IOThrottleSupported = p.judge(h.ReadsCgroups(), dev)
+	h.IOWeightSupported, h.IOThrottleSupported = p.judge(readBack, dev)
 	h.setIO()
 	return nil
 }
