@@ -44,6 +44,7 @@ func TestEngineStatsAgainstCgroupFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer files.Close()
 	remote := h
 	remote.StatsSource = engine.StatsEngine
 	stats, _, _ := engine.OpenReader(ctx, eng, remote, c.ID, 0, slog.Default())

@@ -88,11 +88,17 @@ func calculateCPUCores(prev, cur Counters) float64 {
 // inactive file cache, which the kernel reclaims first. cgroup v1 reports
 // it as total_inactive_file, v2 as inactive_file.
 func calculateMemUsageUnixNoCache(usage uint64, stat map[string]uint64) uint64 {
-	if v, isCgroup1 := stat["total_inactive_file"]; isCgroup1 && v < usage {
-		return usage - v
+	total, isCgroup1 := stat["total_inactive_file"]
+	return memNoCache(usage, total, isCgroup1, stat["inactive_file"])
+}
+
+// memNoCache is calculateMemUsageUnixNoCache on the two values it reads.
+func memNoCache(usage, totalInactive uint64, isCgroup1 bool, inactive uint64) uint64 {
+	if isCgroup1 && totalInactive < usage {
+		return usage - totalInactive
 	}
-	if v := stat["inactive_file"]; v < usage {
-		return usage - v
+	if inactive < usage {
+		return usage - inactive
 	}
 	return usage
 }

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +160,64 @@ func TestPressureSample(t *testing.T) {
 	}
 	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}); s.PressureMs != nil {
 		t.Errorf("pressure %v where the kernel reports none", *s.PressureMs)
+	}
+}
+
+// TestCgroupReaderRereadsItsOpenFiles: the reader keeps each file open and
+// reads it again from its start, so a new value is seen, a file larger
+// than its buffer is read whole, and a closed reader reads no more.
+func TestCgroupReaderRereadsItsOpenFiles(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/cgroup-v1")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := FindCgroup(root, "abc123", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := filepath.Join(root, "cpuacct/docker/abc123/cpuacct.usage")
+	if err := os.WriteFile(usage, []byte("9000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// memory.stat past the reader's first buffer: the value wanted last.
+	stat := filepath.Join(root, "memory/docker/abc123/memory.stat")
+	big := strings.Repeat("padding_key 1\n", 600) + "total_inactive_file 1048576\n"
+	if err := os.WriteFile(stat, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CPUNs == second.CPUNs || second.CPUNs != 9e9 {
+		t.Errorf("CPU %d then %d: the new value was not read", first.CPUNs, second.CPUNs)
+	}
+	usageMem := uint64(73400320) // the fixture's memory.usage_in_bytes
+	if second.MemBytes != usageMem-1048576 {
+		t.Errorf("memory %d: a memory.stat of %d bytes was not read whole", second.MemBytes, len(big))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(); err == nil {
+		t.Error("a closed reader read")
+	}
+}
+
+func BenchmarkParseCgroupV1Files(b *testing.B) {
+	r, err := FindCgroup("testdata/cgroup-v1", "abc123", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Read(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

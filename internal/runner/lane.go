@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -114,6 +115,9 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	}
 	if l.exitCode != nil && *l.exitCode != 0 && !timedOut && !stopped && !l.oomKilled && len(stderr) > 0 {
 		l.err = string(stderr)
+	}
+	if c, ok := l.reader.(io.Closer); ok {
+		_ = c.Close() // a cgroup reader keeps its files open
 	}
 	l.reader = nil
 	r.mu.Unlock()
