@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,16 +68,7 @@ func TestComposeDeployment(t *testing.T) {
 	if host.StatsSource != "cgroup" {
 		t.Errorf("in compose, stats come from %q (%s), want the cgroup files", host.StatsSource, host.StatsNote)
 	}
-	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"lab": "shares-spare-cpu"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var created struct{ ID string }
-	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
-		t.Fatalf("POST /api/runs: %d %s", res.StatusCode, body)
-	}
+	id := submit(t, base, `{"lab": "shares-spare-cpu"}`)
 	var v struct {
 		State   string
 		Ended   bool
@@ -90,14 +80,7 @@ func TestComposeDeployment(t *testing.T) {
 			StatsSource string `json:"stats_source"`
 		}
 	}
-	enginetest.WaitFor(t, 3*time.Minute, "the lab to end", func() bool {
-		res, err := http.Get(base + "/api/runs/" + created.ID)
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		return json.NewDecoder(res.Body).Decode(&v) == nil && v.Ended
-	})
+	waitEnded(t, base, id, 3*time.Minute, &v)
 	if v.State != "done" || v.Verdict == nil || !v.Verdict.Judged {
 		t.Errorf("the lab ended %s with verdict %+v", v.State, v.Verdict)
 	}

@@ -66,17 +66,8 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 		t.Errorf("another server's container: %d left after start-up, want it kept", n)
 	}
 
-	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(
-		`{"name": "long", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var created struct{ ID string }
-	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
-		t.Fatalf("POST /api/runs: %d %s", res.StatusCode, body)
-	}
+	created := struct{ ID string }{submit(t, base,
+		`{"name": "long", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`)}
 	enginetest.WaitFor(t, time.Minute, "the run's container", func() bool { return enginetest.Labelled(t, created.ID) == 1 })
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -93,6 +84,39 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 	if n := enginetest.Labelled(t, created.ID); n != 0 {
 		t.Errorf("%d containers of the run remain after shutdown", n)
 	}
+}
+
+// submit posts a spec to a server's API, as a script does, and returns
+// the new run's id.
+func submit(t *testing.T, base, spec string) string {
+	t.Helper()
+	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var created struct{ ID string }
+	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
+		t.Fatalf("POST /api/runs: %d %s", res.StatusCode, body)
+	}
+	return created.ID
+}
+
+// waitEnded polls a run until its view says it ended, decoding the view
+// into v (which must have an Ended field).
+func waitEnded(t *testing.T, base, id string, within time.Duration, v any) {
+	t.Helper()
+	enginetest.WaitFor(t, within, "run "+id+" to end", func() bool {
+		res, err := http.Get(base + "/api/runs/" + id)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var ended struct{ Ended bool }
+		b, _ := io.ReadAll(res.Body)
+		return json.Unmarshal(b, &ended) == nil && ended.Ended && json.Unmarshal(b, v) == nil
+	})
 }
 
 // startServer runs the server binary on a free port with its store in
@@ -131,17 +155,8 @@ func TestKilledServerMarksItsRunInterruptedOnRestart(t *testing.T) {
 	}
 	data := t.TempDir()
 	cmd, exited, base := startServer(t, bin, data)
-	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(
-		`{"name": "killed", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct{ ID string }
-	_ = json.NewDecoder(res.Body).Decode(&created)
-	res.Body.Close()
-	if created.ID == "" {
-		t.Fatalf("POST /api/runs: %d", res.StatusCode)
-	}
+	created := struct{ ID string }{submit(t, base,
+		`{"name": "killed", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`)}
 	samples := func(base string) int {
 		res, err := http.Get(base + "/api/runs/" + created.ID + "/export?format=csv")
 		if err != nil {
@@ -169,7 +184,7 @@ func TestKilledServerMarksItsRunInterruptedOnRestart(t *testing.T) {
 		t.Errorf("%d containers of the interrupted run after the restart", n)
 	}
 	var v runner.RunView
-	res, err = http.Get(base + "/api/runs/" + created.ID)
+	res, err := http.Get(base + "/api/runs/" + created.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

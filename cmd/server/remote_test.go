@@ -58,17 +58,7 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 	if len(host.Samples.Missing) == 0 {
 		t.Error("no signal said missing: the engine's stats carry no PSI on any cgroup version")
 	}
-	res, err = http.Post(base+"/api/runs", "application/json", strings.NewReader(
-		`{"name": "remote", "duration": "30s", "lanes": [{"workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.5"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var created struct{ ID string }
-	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
-		t.Fatalf("POST /api/runs: %d %s", res.StatusCode, body)
-	}
+	id := submit(t, base, `{"name": "remote", "duration": "30s", "lanes": [{"workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.5"}}]}`)
 	var v struct {
 		Ended     bool
 		State     string
@@ -78,18 +68,11 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 			StatsSource string `json:"stats_source"`
 		}
 	}
-	enginetest.WaitFor(t, 2*time.Minute, "the run to end", func() bool {
-		res, err := http.Get(base + "/api/runs/" + created.ID)
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		return json.NewDecoder(res.Body).Decode(&v) == nil && v.Ended
-	})
+	waitEnded(t, base, id, 2*time.Minute, &v)
 	if v.State != "done" || v.Lanes[0].StatsSource != "engine" || !strings.Contains(v.StatsNote, "once a second") || len(v.Missing) == 0 {
 		t.Errorf("the run: %+v", v)
 	}
-	res, err = http.Get(base + "/api/runs/" + created.ID + "/export?format=csv")
+	res, err = http.Get(base + "/api/runs/" + id + "/export?format=csv")
 	if err != nil {
 		t.Fatal(err)
 	}
