@@ -39,7 +39,6 @@ type participantKey struct{}
 type who struct {
 	id      string
 	address string
-	fresh   bool // the id was made for this request
 }
 
 // participant gives every browser a participant id, in a cookie it keeps
@@ -53,7 +52,7 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 		} else {
 			b := make([]byte, 16)
 			_, _ = rand.Read(b)
-			p.id, p.fresh = hex.EncodeToString(b), true
+			p.id = hex.EncodeToString(b)
 			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: p.id, Path: "/", MaxAge: 365 * 24 * 3600,
 				HttpOnly: true, SameSite: http.SameSiteLaxMode})
 			if !h.newcomers.allow(p.address, time.Now(), NewParticipantsPerMinute) && r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -178,6 +178,23 @@ func TestLiveViewersAreCapped(t *testing.T) {
 	if _, status := dial(created.ID); status != http.StatusTooManyRequests {
 		t.Errorf("a third viewer of a run capped at two: %d", status)
 	}
+	// A second run from the same address: the address's third stream is
+	// taken, its fourth is not, whatever run it is for.
+	status, body = postWith(t, newJarClient(), srv.URL+"/api/runs", roomSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var second struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &second)
+	c, status3 := dial(second.ID)
+	if status3 != http.StatusSwitchingProtocols {
+		t.Fatalf("a third stream from the address, on another run: %d", status3)
+	}
+	if _, status := dial(second.ID); status != http.StatusTooManyRequests {
+		t.Errorf("a fourth stream from an address capped at three: %d", status)
+	}
+	c.CloseNow()
+	_ = m.Stop(second.ID)
 	a.CloseNow()
 	enginetest.WaitFor(t, 5*time.Second, "a place to free up", func() bool {
 		c, status := dial(created.ID)

@@ -146,14 +146,12 @@ func (f *fields) next() ([]byte, bool) {
 
 // kvLines walks "key value" lines, as cpu.stat, memory.stat and
 // cpuacct.stat hold them.
-type kvLines struct{ b []byte }
+type kvLines struct{ ls lines }
 
 // next is the next line's key and numeric value; ok is false at the end.
 func (s *kvLines) next() (k []byte, v uint64, ok bool) {
-	ls := lines{s.b}
-	defer func() { s.b = ls.b }()
 	for {
-		line, more := ls.next()
+		line, more := s.ls.next()
 		if !more {
 			return nil, 0, false
 		}
@@ -179,7 +177,7 @@ func (r *CgroupReader) readV1() (Counters, error) {
 	}
 	c.At = time.Now()
 	if b, err := r.readFile(r.dirs["cpuacct"], "cpuacct.stat"); err == nil {
-		for kv := (kvLines{b}); ; {
+		for kv := (kvLines{lines{b}}); ; {
 			k, v, ok := kv.next()
 			if !ok {
 				break
@@ -193,7 +191,7 @@ func (r *CgroupReader) readV1() (Counters, error) {
 		}
 	}
 	if b, err := r.readFile(r.dirs["cpu"], "cpu.stat"); err == nil {
-		for kv := (kvLines{b}); ; {
+		for kv := (kvLines{lines{b}}); ; {
 			k, v, ok := kv.next()
 			if !ok {
 				break
@@ -212,7 +210,7 @@ func (r *CgroupReader) readV1() (Counters, error) {
 	var totalInactive, inactive uint64
 	hasTotal := false
 	if b, err := r.readFile(r.dirs["memory"], "memory.stat"); err == nil {
-		for kv := (kvLines{b}); ; {
+		for kv := (kvLines{lines{b}}); ; {
 			k, v, ok := kv.next()
 			if !ok {
 				break
@@ -274,7 +272,7 @@ func (r *CgroupReader) readV2() (Counters, error) {
 		return c, err
 	}
 	c.At = time.Now()
-	for kv := (kvLines{b}); ; {
+	for kv := (kvLines{lines{b}}); ; {
 		k, v, ok := kv.next()
 		if !ok {
 			break
@@ -297,7 +295,7 @@ func (r *CgroupReader) readV2() (Counters, error) {
 	usage, _ := r.readUint(d, "memory.current")
 	var inactive uint64
 	if b, err := r.readFile(d, "memory.stat"); err == nil {
-		for kv := (kvLines{b}); ; {
+		for kv := (kvLines{lines{b}}); ; {
 			k, v, ok := kv.next()
 			if !ok {
 				break

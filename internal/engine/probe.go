@@ -140,7 +140,7 @@ func (p *IOProbe) judge(readBack bool, dev string) (weight, throttle Support) {
 		weight.Reason = fmt.Sprintf("the data root's disk %s runs the %s IO scheduler, which ignores weights (BFQ honours them: echo bfq > /sys/block/%s/queue/scheduler)",
 			dev, p.Scheduler, filepath.Base(dev))
 	case readBack && p.WeightFile == "":
-		weight.Reason = "a probe container's cgroup has no weight file (" + p.WeightFile + ")"
+		weight.Reason = "a probe container's cgroup has no weight file (blkio.weight, blkio.bfq.weight, io.weight or io.bfq.weight)"
 	default:
 		weight.Supported = true
 	}
