@@ -1,0 +1,43 @@
+#!/bin/bash
+# Runs inside the cgroup v2 test VM, chrooted into the host's root (read-only
+# over 9p), with the results share on /mnt. It starts the host's own dockerd
+# against the VM's kernel, then runs each test binary that vm/run.sh built
+# into /mnt/bin, with the tests named beside it, from its package's folder.
+set -u
+repo=$1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root
+log() { echo "limitlab-vm: $*"; }
+
+log "starting dockerd"
+dockerd --iptables=false --ip-masq=false --bridge=none --storage-driver=overlay2 >/var/log/dockerd.log 2>&1 &
+for i in $(seq 1 120); do
+  docker info >/dev/null 2>&1 && break
+  sleep 1
+done
+if ! docker info >/dev/null 2>&1; then
+  log "dockerd did not answer within 120 s"
+  tail -n 40 /var/log/dockerd.log
+  cp /var/log/dockerd.log /mnt/ 2>/dev/null
+  exit 1
+fi
+log "dockerd up after ${i}s: $(docker info --format 'Docker {{.ServerVersion}}, cgroup v{{.CgroupVersion}}, {{.Driver}}, {{.CgroupDriver}}, {{.NCPU}} CPUs')"
+docker info --format '{{.CgroupVersion}}' >/mnt/cgroup-version
+
+export LIMITLAB_TEST_BINARY=/mnt/bin/limitlab LIMITLAB_EXPECT_CGROUP=2
+for t in /mnt/bin/*.test; do
+  pkg=$(basename "$t" .test)
+  dir=$(cat "/mnt/bin/$pkg.dir")
+  run=$(cat "/mnt/bin/$pkg.run")
+  log "running $pkg: $run"
+  (cd "$repo/$dir" && "$t" -test.v -test.count=1 -test.timeout=60m -test.run "$run") 2>&1 | tee "/mnt/$pkg.log"
+  echo "${PIPESTATUS[0]}" >"/mnt/$pkg.rc"
+  log "$pkg exited $(cat "/mnt/$pkg.rc")"
+done
+left=$(docker ps -aq --filter label=io.limitlab.run | wc -l)
+echo "$left" >/mnt/left
+log "containers left on the VM's engine: $left"
+kill %1 2>/dev/null
+wait
+cp /var/log/dockerd.log /mnt/ 2>/dev/null
+log "done"

@@ -1,0 +1,81 @@
+#!/bin/bash
+# make test-v2: the engine suite's cgroup v2 part, in a VM of our own.
+#
+# This machine's cgroup mounts stay as they are (v1). The VM boots Debian's
+# kernel under qemu's TCG (vm/kernel.sh builds and caches it), sees the
+# host's root read-only over 9p, runs the host's own dockerd on cgroup v2
+# with its data root on a disk of the VM's own (BFQ), and runs test binaries
+# built here (vm/guest.sh). It fails loudly when the VM does not come up,
+# when the engine in it is not on cgroup v2, or when a test fails; the VM is
+# stopped on every way out.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+log() { echo "vm: $*"; }
+fail() { echo "vm: FAIL: $*" >&2; exit 1; }
+
+for tool in qemu-system-x86_64 mkfs.ext4 cpio; do
+  command -v "$tool" >/dev/null || fail "needs $tool: apt-get install -y qemu-system-x86 e2fsprogs cpio busybox-static"
+done
+kdir=$(vm/kernel.sh)
+
+out=$(mktemp -d /tmp/limitlab-vm.XXXXXX)
+qemu_pid=
+cleanup() {
+  [ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
+  rm -f "$out/disk.img"
+  [ -n "${LIMITLAB_VM_KEEP:-}" ] || rm -rf "$out"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The test binaries run in the VM; they are built here, where compiling is
+# six times faster. Each comes with its package folder and the tests to run.
+mkdir -p "$out/bin"
+log "building the server and the test binaries"
+CGO_ENABLED=0 go build -o "$out/bin/limitlab" ./cmd/server
+build() { # name, package folder, tests
+  CGO_ENABLED=0 go test -c -o "$out/bin/$1.test" "./$2"
+  echo "$2" >"$out/bin/$1.dir"
+  echo "$3" >"$out/bin/$1.run"
+}
+build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-^TestV2}"
+build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-^TestV2}"
+
+truncate -s 16G "$out/disk.img"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$out/disk.img"
+
+log "booting $(basename "$kdir") under TCG (2 vCPUs, 4 GiB); results in $out"
+start=$(date +%s)
+timeout --foreground "${LIMITLAB_VM_TIMEOUT:-3600}" qemu-system-x86_64 \
+  -accel tcg,thread=multi -cpu max -smp 2 -m 4G \
+  -nographic -no-reboot -serial mon:stdio \
+  -kernel "$kdir/vmlinuz" -initrd "$kdir/initramfs.cpio.gz" \
+  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.repo=$repo" \
+  -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
+  -virtfs "local,path=$out,mount_tag=out,security_model=none" \
+  -drive "file=$out/disk.img,if=virtio,format=raw,cache=none,aio=threads" \
+  </dev/null &
+qemu_pid=$!
+wait "$qemu_pid" && rc=0 || rc=$?
+qemu_pid=
+log "the VM ran $(( $(date +%s) - start )) s (qemu exit $rc)"
+
+[ -f "$out/cgroup-version" ] || fail "the VM's engine never came up (see the console above)"
+[ "$(cat "$out/cgroup-version")" = 2 ] || fail "the VM's engine runs cgroup v$(cat "$out/cgroup-version"), not v2"
+status=0
+for t in "$out"/bin/*.test; do
+  pkg=$(basename "$t" .test)
+  if [ ! -f "$out/$pkg.rc" ]; then
+    echo "vm: FAIL: $pkg did not finish in the VM" >&2
+    status=1
+  elif [ "$(cat "$out/$pkg.rc")" != 0 ]; then
+    echo "vm: FAIL: $pkg's v2 tests failed (exit $(cat "$out/$pkg.rc"))" >&2
+    status=1
+  else
+    log "$pkg: $(grep -c '^--- PASS' "$out/$pkg.log") passed in the VM"
+  fi
+done
+[ "$(cat "$out/left" 2>/dev/null || echo unknown)" = 0 ] || { echo "vm: FAIL: containers left on the VM's engine: $(cat "$out/left" 2>/dev/null)" >&2; status=1; }
+grep -h '^--- \(PASS\|FAIL\)' "$out"/*.log 2>/dev/null | sed 's/^/vm: /' || true
+exit $status
