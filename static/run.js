@@ -29,7 +29,11 @@ const metrics = [
   { key: "throttled-periods", title: "CFS periods throttled (%)",
     get: (s) => (s.periods > 0 ? (100 * s.throttled_periods) / s.periods : 0), digits: 0 },
   { key: "pressure", title: "CPU pressure: time some task waited for a CPU (ms per second, cgroup v2)",
-    get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, pressure: true },
+    get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, signal: "cpu_pressure" },
+  { key: "memory-pressure", title: "Memory pressure: time some task waited for memory (ms per second, cgroup v2)",
+    get: (s) => (s.memory_pressure_ms == null || !(s.dt > 0) ? null : s.memory_pressure_ms / s.dt), digits: 1, signal: "memory_pressure" },
+  { key: "io-pressure", title: "IO pressure: time some task waited for block IO (ms per second, cgroup v2)",
+    get: (s) => (s.io_pressure_ms == null || !(s.dt > 0) ? null : s.io_pressure_ms / s.dt), digits: 1, signal: "io_pressure" },
   { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1 },
   { key: "latency", title: "Load: p99 latency of each interval (ms)", get: (s) => (s.latency_ms ? s.latency_ms.p99 : null),
     digits: 1, load: true },
@@ -76,10 +80,12 @@ function buildCharts() {
   chartsEl.replaceChildren();
   xs = [];
   const n = run.lanes.length;
-  // Pressure is only drawn where the kernel reports it.
+  // A chart whose signal the run's samples lack (PSI on cgroup v1 or from
+  // the engine's stats) is not drawn: the page says what is missing.
+  const lacks = new Set((run.missing_signals || []).map((m) => m.signal));
   const hasLoad = run.lanes.some((l) => l.workload.kind === "load");
   const hasDisk = run.lanes.some((l) => l.workload.kind.startsWith("disk-"));
-  const shown = metrics.filter((m) => (!m.pressure || chartsEl.dataset.pressure === "true") && (!m.load || hasLoad) &&
+  const shown = metrics.filter((m) => (!m.signal || !lacks.has(m.signal)) && (!m.load || hasLoad) &&
     (!m.disk || hasDisk));
   charts = shown.map((m) => {
     const box = document.createElement("div");
@@ -138,7 +144,9 @@ function buildCharts() {
       hooks: { draw: [changeMarkers] },
     }, data, box);
     png.addEventListener("click", () => downloadPNG(u, m));
-    return { m, u, data };
+    // nonzero counts the lanes' values above zero: a chart with none has
+    // nothing to show (data-nonzero, for the tests).
+    return { m, u, data, box, nonzero: 0 };
   });
 }
 
@@ -179,7 +187,10 @@ function redraw() {
   pending = true;
   requestAnimationFrame(() => {
     pending = false;
-    charts.forEach((c) => c.u.setData(c.data));
+    charts.forEach((c) => {
+      c.u.setData(c.data);
+      c.box.dataset.nonzero = String(c.nonzero);
+    });
     chartsEl.dataset.points = String(xs.length);
   });
 }
@@ -192,7 +203,9 @@ function addSamples(samples) {
   charts.forEach((c) => {
     run.lanes.forEach((l, i) => {
       const s = byLane.get(i);
-      c.data[1 + i].push(s ? c.m.get(s) : null);
+      const v = s ? c.m.get(s) : null;
+      c.data[1 + i].push(v);
+      if (v > 0) c.nonzero++;
       if (c.m.limit) c.data[1 + n + i].push(s ? c.m.limit(l) : null);
       if (c.m.expected) c.data[1 + 2 * n + i].push(s ? c.m.expected(l) : null);
     });

@@ -9,6 +9,11 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
 log() { echo "limitlab-vm: $*"; }
 
+# dockerd runs in a cgroup of its own, as systemd runs docker.service: the
+# engine decides what the kernel supports (swap limits among them) from the
+# files of its own cgroup, and the root's has none of them.
+mkdir -p /sys/fs/cgroup/dockerd
+echo $$ >/sys/fs/cgroup/dockerd/cgroup.procs
 log "starting dockerd"
 dockerd --iptables=false --ip-masq=false --bridge=none --storage-driver=overlay2 >/var/log/dockerd.log 2>&1 &
 for i in $(seq 1 120); do
@@ -24,7 +29,7 @@ fi
 log "dockerd up after ${i}s: $(docker info --format 'Docker {{.ServerVersion}}, cgroup v{{.CgroupVersion}}, {{.Driver}}, {{.CgroupDriver}}, {{.NCPU}} CPUs')"
 docker info --format '{{.CgroupVersion}}' >/mnt/cgroup-version
 
-export LIMITLAB_TEST_BINARY=/mnt/bin/limitlab LIMITLAB_EXPECT_CGROUP=2
+export LIMITLAB_TEST_BINARY=/mnt/bin/limitlab LIMITLAB_EXPECT_CGROUP=2 LIMITLAB_V2_OUT=/mnt
 for t in /mnt/bin/*.test; do
   pkg=$(basename "$t" .test)
   dir=$(cat "/mnt/bin/$pkg.dir")

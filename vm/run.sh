@@ -35,12 +35,18 @@ mkdir -p "$out/bin"
 log "building the server and the test binaries"
 CGO_ENABLED=0 go build -o "$out/bin/limitlab" ./cmd/server
 build() { # name, package folder, tests
-  CGO_ENABLED=0 go test -c -o "$out/bin/$1.test" "./$2"
+  CGO_ENABLED=0 go test -c -tags v2vm -o "$out/bin/$1.test" "./$2"
   echo "$2" >"$out/bin/$1.dir"
   echo "$3" >"$out/bin/$1.run"
 }
-build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-^TestV2}"
-build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-^TestV2}"
+# The v2 part of the engine suite: every limit's cgroup file read back, the
+# samples' formulas against the kernel's counters, the capability probes,
+# both stats sources, and one lab of each family to its verdict.
+build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)\$}"
+build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestPressureSampled)\$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)\$}"
+# A run with PSI recorded through the API and exported, which the host's
+# Chromium then draws (below).
+build web web "${LIMITLAB_V2_WEB_TESTS:-^TestV2ExportAPressureRun\$}"
 
 truncate -s 16G "$out/disk.img"
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$out/disk.img"
@@ -77,5 +83,13 @@ for t in "$out"/bin/*.test; do
   fi
 done
 [ "$(cat "$out/left" 2>/dev/null || echo unknown)" = 0 ] || { echo "vm: FAIL: containers left on the VM's engine: $(cat "$out/left" 2>/dev/null)" >&2; status=1; }
+if [ -f "$out/pressure-run.json" ]; then
+  log "drawing the VM's pressure run in Chromium here"
+  LIMITLAB_V2_EXPORT="$out/pressure-run.json" go test -tags v2vm -count=1 -run '^TestV2BrowserChartsPressure$' -v ./web 2>&1 | tee "$out/browser.log" | grep -E '^(---|===|ok|FAIL|    )' || true
+  grep -q '^--- PASS: TestV2BrowserChartsPressure' "$out/browser.log" || { echo "vm: FAIL: the pressure charts of the VM's run" >&2; status=1; }
+else
+  echo "vm: FAIL: the VM exported no pressure run" >&2
+  status=1
+fi
 grep -h '^--- \(PASS\|FAIL\)' "$out"/*.log 2>/dev/null | sed 's/^/vm: /' || true
 exit $status

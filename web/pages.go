@@ -30,7 +30,7 @@ func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
 	host := h.Runs.Host()
 	embed := r.URL.Query().Get("embed") == "1"
-	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, host.HasPressure(), embed) })
+	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, embed) })
 }
 
 // resultsFragment is the results table alone, which the run page fetches

@@ -36,8 +36,13 @@ func startRun(t *testing.T, base, spec string) string {
 
 func waitEnded(t *testing.T, base, id string) runner.RunView {
 	t.Helper()
+	return waitEndedWithin(t, base, id, time.Minute)
+}
+
+func waitEndedWithin(t *testing.T, base, id string, within time.Duration) runner.RunView {
+	t.Helper()
 	var v runner.RunView
-	enginetest.WaitFor(t, time.Minute, "run "+id+" to end", func() bool {
+	enginetest.WaitFor(t, within, "run "+id+" to end", func() bool {
 		v = runner.RunView{}
 		getJSON(t, base+"/api/runs/"+id, &v)
 		return v.State.Ended()

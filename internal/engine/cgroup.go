@@ -45,6 +45,10 @@ type CgroupReader struct {
 
 var v1Controllers = []string{"cpuacct", "cpu", "memory", "blkio", "pids"}
 
+// v1Optional are hierarchies the readings do not need, kept where present
+// for reading limits back (cpuset.cpus).
+var v1Optional = []string{"cpuset"}
+
 // FindCgroup locates a container's cgroup under root (normally
 // /sys/fs/cgroup, or wherever the host's is mounted read-only). pid, when
 // non-zero and visible in /proc, lets it follow any driver or parent.
@@ -71,6 +75,11 @@ func FindCgroup(root, id string, pid int) (*CgroupReader, error) {
 					break
 				}
 				r.dirs[c] = d
+			}
+			for _, c := range v1Optional {
+				if d := filepath.Join(root, c, rel); ok && fileExists(d) {
+					r.dirs[c] = d
+				}
 			}
 		}
 		if ok {
@@ -105,4 +114,14 @@ func procCgroupPath(pid int, v2 bool) (string, error) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// CgroupDirs is where a reader reads: each v1 controller's directory, or
+// v2's one ("unified"). Tests read the same files the plain way.
+func CgroupDirs(r *CgroupReader) map[string]string {
+	out := make(map[string]string, len(r.dirs))
+	for k, v := range r.dirs {
+		out[k] = v
+	}
+	return out
 }

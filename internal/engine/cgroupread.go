@@ -314,6 +314,14 @@ func (r *CgroupReader) readV2() (Counters, error) {
 	if b, err := r.readFile(d, "cpu.pressure"); err == nil {
 		c.PressureUs, c.HasPressure = parsePressure(b)
 	}
+	if c.HasPressure {
+		if b, err := r.readFile(d, "memory.pressure"); err == nil {
+			c.MemPressureUs, _ = parsePressure(b)
+		}
+		if b, err := r.readFile(d, "io.pressure"); err == nil {
+			c.IOPressureUs, _ = parsePressure(b)
+		}
+	}
 	return c, nil
 }
 

@@ -4,13 +4,15 @@ package engine
 type Signal string
 
 const (
-	SignalCPU         Signal = "cpu"          // CPU time, user and system
-	SignalThrottling  Signal = "throttling"   // CFS periods and throttled time
-	SignalMemory      Signal = "memory"       // usage less inactive file, and the limit
-	SignalIOBytes     Signal = "io_bytes"     // block IO bytes read and written
-	SignalIOOps       Signal = "io_ops"       // block IO requests
-	SignalPIDs        Signal = "pids"         // processes and threads
-	SignalCPUPressure Signal = "cpu_pressure" // PSI: time some task waited for a CPU
+	SignalCPU         Signal = "cpu"             // CPU time, user and system
+	SignalThrottling  Signal = "throttling"      // CFS periods and throttled time
+	SignalMemory      Signal = "memory"          // usage less inactive file, and the limit
+	SignalIOBytes     Signal = "io_bytes"        // block IO bytes read and written
+	SignalIOOps       Signal = "io_ops"          // block IO requests
+	SignalPIDs        Signal = "pids"            // processes and threads
+	SignalCPUPressure Signal = "cpu_pressure"    // PSI: time some task waited for a CPU
+	SignalMemPressure Signal = "memory_pressure" // PSI: time some task waited for memory
+	SignalIOPressure  Signal = "io_pressure"     // PSI: time some task waited for block IO
 )
 
 // Missing is a signal that samples on this host lack, and why.
@@ -36,13 +38,17 @@ func (h HostInfo) Sampling() Sampling {
 	if !h.ReadsCgroups() {
 		s.IntervalMs = EngineInterval.Milliseconds()
 	}
+	psi := func(why string) {
+		for _, sig := range []Signal{SignalCPUPressure, SignalMemPressure, SignalIOPressure} {
+			s.Missing = append(s.Missing, Missing{sig, why})
+		}
+	}
 	switch {
 	case !h.CgroupV2():
-		s.Missing = append(s.Missing, Missing{SignalCPUPressure, "cgroup v1 has no pressure stall information (PSI)"})
+		psi("cgroup v1 has no pressure stall information (PSI)")
 	case !h.ReadsCgroups():
-		s.Missing = append(s.Missing,
-			Missing{SignalIOOps, "the engine's stats on cgroup v2 carry IO bytes but no operation counts"},
-			Missing{SignalCPUPressure, "the engine's stats carry no pressure stall information (PSI); only the cgroup files do"})
+		s.Missing = append(s.Missing, Missing{SignalIOOps, "the engine's stats on cgroup v2 carry IO bytes but no operation counts"})
+		psi("the engine's stats carry no pressure stall information (PSI); only the cgroup files do")
 	}
 	return s
 }

@@ -23,11 +23,13 @@ type Counters struct {
 	// Block IO bytes and operations, summed over devices.
 	ReadBytes, WriteBytes, ReadOps, WriteOps uint64
 	Pids                                     uint64
-	// CPU pressure (PSI, cgroup v2's cpu.pressure): microseconds in which
-	// some task of the group waited for a CPU. HasPressure is false where
-	// the kernel does not report it (cgroup v1, engine stats).
-	PressureUs  uint64
-	HasPressure bool
+	// Pressure stall information (PSI, cgroup v2's cpu.pressure,
+	// memory.pressure and io.pressure): microseconds in which some task of
+	// the group waited for a CPU, for memory (reclaim, swap-in) or for
+	// block IO. HasPressure is false where the kernel does not report it
+	// (cgroup v1, engine stats).
+	PressureUs, MemPressureUs, IOPressureUs uint64
+	HasPressure                             bool
 }
 
 // Sample is what a lane did between two readings of its counters. It is what
@@ -56,8 +58,11 @@ type Sample struct {
 	// write may be split into several requests.
 	ReadIOPS  float64 `json:"read_iops"`
 	WriteIOPS float64 `json:"write_iops"`
-	// PressureMs is the CPU pressure stall in this interval, where known.
-	PressureMs *float64 `json:"pressure_ms,omitempty"`
+	// PressureMs, MemPressureMs and IOPressureMs are the CPU, memory and
+	// IO pressure stalls in this interval (some task waiting), where known.
+	PressureMs    *float64 `json:"pressure_ms,omitempty"`
+	MemPressureMs *float64 `json:"memory_pressure_ms,omitempty"`
+	IOPressureMs  *float64 `json:"io_pressure_ms,omitempty"`
 	// A load lane's latency over its last reporting interval, and its
 	// failed requests so far.
 	LatencyMs *wire.Latency `json:"latency_ms,omitempty"`
@@ -128,13 +133,17 @@ func rate(a, b uint64, dt time.Duration) float64 {
 // MakeSample computes one lane's sample from two readings.
 func MakeSample(lane int, t float64, prev, cur Counters) Sample {
 	dt := cur.At.Sub(prev.At)
-	var pressure *float64
-	if prev.HasPressure && cur.HasPressure {
-		ms := float64(delta(prev.PressureUs, cur.PressureUs)) / 1000
-		pressure = &ms
+	stall := func(a, b uint64) *float64 {
+		if !prev.HasPressure || !cur.HasPressure {
+			return nil
+		}
+		ms := float64(delta(a, b)) / 1000
+		return &ms
 	}
 	return Sample{
-		PressureMs:       pressure,
+		PressureMs:       stall(prev.PressureUs, cur.PressureUs),
+		MemPressureMs:    stall(prev.MemPressureUs, cur.MemPressureUs),
+		IOPressureMs:     stall(prev.IOPressureUs, cur.IOPressureUs),
 		Lane:             lane,
 		T:                t,
 		DT:               dt.Seconds(),

@@ -120,7 +120,7 @@ func TestCgroupFiles(t *testing.T) {
 			want := wantFixture
 			want.MemLimit, want.ReadOps = tt.memLimit, tt.readOps
 			if tt.root == "testdata/cgroup-v2" {
-				want.PressureUs, want.HasPressure = 250000, true // v1 has no PSI
+				want.PressureUs, want.MemPressureUs, want.IOPressureUs, want.HasPressure = 250000, 7000, 42000, true // v1 has no PSI
 			}
 			got.At = time.Time{}
 			if got != want {
@@ -154,12 +154,18 @@ func TestCountersFromEngine(t *testing.T) {
 
 func TestPressureSample(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := MakeSample(0, 1, Counters{At: t0, PressureUs: 1000, HasPressure: true}, Counters{At: t0.Add(time.Second), PressureUs: 251000, HasPressure: true})
-	if s.PressureMs == nil || *s.PressureMs != 250 {
-		t.Errorf("pressure %v, want 250 ms", s.PressureMs)
+	s := MakeSample(0, 1, Counters{At: t0, PressureUs: 1000, MemPressureUs: 10, IOPressureUs: 500, HasPressure: true},
+		Counters{At: t0.Add(time.Second), PressureUs: 251000, MemPressureUs: 2010, IOPressureUs: 40500, HasPressure: true})
+	for name, c := range map[string]struct {
+		got  *float64
+		want float64
+	}{"cpu": {s.PressureMs, 250}, "memory": {s.MemPressureMs, 2}, "io": {s.IOPressureMs, 40}} {
+		if c.got == nil || *c.got != c.want {
+			t.Errorf("%s pressure %v, want %g ms", name, c.got, c.want)
+		}
 	}
-	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}); s.PressureMs != nil {
-		t.Errorf("pressure %v where the kernel reports none", *s.PressureMs)
+	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}); s.PressureMs != nil || s.MemPressureMs != nil || s.IOPressureMs != nil {
+		t.Errorf("pressure %v %v %v where the kernel reports none", s.PressureMs, s.MemPressureMs, s.IOPressureMs)
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 const (
 	MetricIOLimit       = "io_limit"
 	MetricPhaseRecovery = "phase_recovery"
+	// MetricIOShare: lanes that compete for a disk share it in proportion
+	// to their block IO weights while all of them run.
+	MetricIOShare = "io_share"
 )
 
 // QueueLimits are the limits of a disk's request queue that decide how the
@@ -72,6 +75,21 @@ type IOOutcome struct {
 	Throughput float64   // MiB/s
 	IOPS       float64   // the workload's operations per second
 	PhaseRates []float64 // the lane's IOPS in each phase of the run (0 where it did not run)
+	// WindowBps is the lane's block IO, bytes per second as its cgroup
+	// counts them, while every lane of a parallel run was running.
+	WindowBps float64
+}
+
+// ioWeight is a lane's block IO weight: --blkio-weight, or its
+// --blkio-weight-device; BFQ's default (100) where it has neither.
+func ioWeight(r Resources) float64 {
+	switch {
+	case r.BlkioWeightDevice.Path != "":
+		return float64(r.BlkioWeightDevice.Rate)
+	case r.BlkioWeight > 0:
+		return float64(r.BlkioWeight)
+	}
+	return 100
 }
 
 // JudgeIO gives a block IO lab's verdict.
@@ -125,6 +143,25 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		v.Judged, v.Pass = true, dev <= spec.Tolerance
 		v.Explanation = fmt.Sprintf("The victim's throughput (IOPS for a disk workload) relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
 			mid/first, last/first, percent(spec.Tolerance), percent(dev))
+	case MetricIOShare:
+		for i, l := range plan.Lanes {
+			if out[i].WindowBps <= 0 {
+				v.Explanation = fmt.Sprintf("Not judged: lane %d (%s) did no block IO while every lane ran.", i+1, l.Name)
+				return v
+			}
+			v.Labels = append(v.Labels, l.Name)
+			v.Predicted = append(v.Predicted, ioWeight(l.Resources)/ioWeight(plan.Lanes[0].Resources))
+			v.Measured = append(v.Measured, out[i].WindowBps/out[0].WindowBps)
+		}
+		v.Judged, v.Pass = true, true
+		worst := 0.0
+		for k := range v.Predicted {
+			dev := math.Abs(v.Measured[k]/v.Predicted[k] - 1)
+			worst = max(worst, dev)
+			v.Pass = v.Pass && dev <= spec.Tolerance
+		}
+		v.Explanation = fmt.Sprintf("While every lane runs, each should get the disk in proportion to its weight: predicted %s, measured %s (bytes per second as the cgroups count them); the farthest is %s off, tolerance %s.",
+			ratios(v.Predicted), ratios(v.Measured), percent(worst), percent(spec.Tolerance))
 	default:
 		v.Explanation = "Not judged: unknown metric " + spec.Metric
 	}

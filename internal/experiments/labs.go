@@ -70,7 +70,7 @@ func loadLabs(fsys fs.FS) ([]Lab, error) {
 		if _, errs := parseCustom(l.Spec); errs != nil {
 			return nil, fmt.Errorf("lab %s: %w", name, errs)
 		}
-		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery}, v.Metric) || v.Tolerance <= 0) {
+		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare}, v.Metric) || v.Tolerance <= 0) {
 			return nil, fmt.Errorf("lab %s: verdict %+v: want a known metric and a positive tolerance", name, *v)
 		}
 		out = append(out, l)
@@ -118,8 +118,11 @@ func (l Lab) LabSpec() Spec {
 // names internal/engine gives them): the CPU metric compares the lanes'
 // sampled cores; the others use the workloads' own accounts.
 func (v VerdictSpec) Needs() []string {
-	if v.Metric == MetricCPU {
+	switch v.Metric {
+	case MetricCPU:
 		return []string{"cpu"}
+	case MetricIOShare:
+		return []string{"io_bytes"}
 	}
 	return nil
 }

@@ -69,15 +69,28 @@ type LaneOutcome struct {
 
 // CoreSample is one measured sample of a lane's CPU: the cores it used in
 // the DT seconds up to T.
-type CoreSample struct{ T, DT, Cores float64 }
+type CoreSample struct {
+	T, DT, Cores float64
+	IOBps        float64 // block IO read and written, bytes per second
+}
 
 // WindowMean is the mean of the samples that lie wholly within [from, to],
 // weighted by their length; 0 if there are none.
 func WindowMean(samples []CoreSample, from, to float64) float64 {
+	return windowMean(samples, from, to, func(s CoreSample) float64 { return s.Cores })
+}
+
+// WindowIO is the mean block IO rate, in bytes per second, of the samples
+// that lie wholly within [from, to]; 0 if there are none.
+func WindowIO(samples []CoreSample, from, to float64) float64 {
+	return windowMean(samples, from, to, func(s CoreSample) float64 { return s.IOBps })
+}
+
+func windowMean(samples []CoreSample, from, to float64, of func(CoreSample) float64) float64 {
 	sum, span := 0.0, 0.0
 	for _, s := range samples {
 		if s.T-s.DT >= from && s.T <= to {
-			sum += s.Cores * s.DT
+			sum += of(s) * s.DT
 			span += s.DT
 		}
 	}

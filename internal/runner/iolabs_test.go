@@ -2,10 +2,12 @@ package runner_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
 )
@@ -65,5 +67,46 @@ func TestWriteIOPSLab(t *testing.T) {
 		if med := median(iops); med > 5*1.15 || med < 5*0.5 {
 			t.Errorf("lane %d: median %.2f write IOs per second, want about 5 (%v)", lane, med, iops)
 		}
+	}
+}
+
+// TestIOWeightLab runs the weight lab where the host's probe says weights
+// work (BFQ on the data root's disk; the cgroup v2 VM), and there its
+// verdict must hold. Where the probe says they do not (this bench: the
+// disk runs mq-deadline and the engine discards the weight), the lab is
+// refused before anything starts, naming the field and the probe's reason.
+func TestIOWeightLab(t *testing.T) {
+	m := newTestManager(t)
+	h := m.Host()
+	spec, errs := experiments.Parse([]byte(`{"lab": "io-weight"}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	p, errs := experiments.Validate(spec, h.Experiments())
+	if !h.IOWeightSupported.Supported {
+		named := false
+		for _, e := range errs {
+			named = named || e.Field == "blkio-weight" && e.Lane >= 0 && strings.Contains(e.Message, h.IOWeightSupported.Reason)
+		}
+		if !named {
+			t.Fatalf("weights unsupported (%s), and the lab's validation says %v", h.IOWeightSupported.Reason, errs)
+		}
+		t.Logf("refused, as it should be here: %v", errs)
+		return
+	}
+	if errs != nil {
+		t.Fatalf("weights supported, and the lab is refused: %v", errs)
+	}
+	r, err := m.Start(spec, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitDone(t, r, 5*time.Minute)
+	if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
+		t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
+	}
+	t.Logf("io-weight: %s", v.Verdict.Explanation)
+	if !v.Verdict.Pass {
+		t.Errorf("verdict failed: %s", v.Verdict.Explanation)
 	}
 }

@@ -107,12 +107,12 @@ func (x *execution) judgeLocked() {
 		out[i] = experiments.LaneOutcome{Start: l.startedAt, Wall: l.wall, CPUSeconds: l.user + l.sys,
 			Completed: l.completed, Applied: l.atStart}
 	}
+	// The window in which every lane of a parallel run was running.
+	from, to := 0.0, math.Inf(1)
+	for _, l := range lanes {
+		from, to = max(from, l.startedAt), min(to, l.endedAt)
+	}
 	if r.plan.Mode == experiments.Parallel {
-		// The window in which every lane was running.
-		from, to := 0.0, math.Inf(1)
-		for _, l := range lanes {
-			from, to = max(from, l.startedAt), min(to, l.endedAt)
-		}
 		for i := range out {
 			out[i].WindowCores = experiments.WindowMean(lanes[i].samples, from, to)
 		}
@@ -142,10 +142,13 @@ func (x *execution) judgeLocked() {
 	}
 	var v experiments.Verdict
 	switch spec.Metric {
-	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery:
+	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery, experiments.MetricIOShare:
 		io := make([]experiments.IOOutcome, len(lanes))
 		for i, l := range lanes {
 			io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
+			if r.plan.Mode == experiments.Parallel {
+				io[i].WindowBps = experiments.WindowIO(l.samples, from, to)
+			}
 			for _, p := range l.phases {
 				// A disk lane's phases compare IOPS, any other its own
 				// throughput.

@@ -15,7 +15,7 @@ import (
 // verdict holds: every lane's measured ratio within the lab's tolerance of
 // the model's prediction.
 func TestCPULabs(t *testing.T) {
-	for _, id := range []string{"cpus-ladder", "shares-contention", "threads-vs-cpus"} {
+	for _, id := range []string{"cpus-ladder", "shares-contention", "threads-vs-cpus", "cpuset-one-thread"} {
 		t.Run(id, func(t *testing.T) {
 			m := newTestManager(t)
 			r := startSpec(t, m, `{"lab": "`+id+`"}`)

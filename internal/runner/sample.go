@@ -70,7 +70,7 @@ func (x *execution) sample(ctx context.Context) {
 						l.latency = nil // each interval's latency goes out once
 					}
 					batch = append(batch, s)
-					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU})
+					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps})
 					if phased && l.reported {
 						// Phase means count only samples after the
 						// workload's first report of its rate.

@@ -55,7 +55,7 @@ func (a *Archive) Export(id string) (Export, error) {
 var csvHeader = []string{"run", "lane", "lane_name", "t_s", "dt_s", "cpu_cores", "mem_bytes", "mem_limit_bytes",
 	"read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "pids", "cfs_periods", "cfs_throttled_periods",
 	"cfs_throttled_ms", "throughput", "workload_iops", "cpu_pressure_ms", "latency_p50_ms", "latency_p90_ms",
-	"latency_p99_ms", "latency_max_ms", "failures"}
+	"latency_p99_ms", "latency_max_ms", "failures", "memory_pressure_ms", "io_pressure_ms"}
 
 // WriteCSV writes a run's samples, one row per sample per lane.
 func (a *Archive) WriteCSV(w io.Writer, id string) error {
@@ -81,9 +81,11 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 			}
 			row := []string{v.ID, strconv.Itoa(s.Lane), name, f(s.T), f(s.DT), f(s.CPU), u(s.MemBytes), u(s.MemLimit),
 				f(s.ReadBps), f(s.WriteBps), f(s.ReadIOPS), f(s.WriteIOPS), u(s.Pids), u(s.Periods), u(s.ThrottledPeriods),
-				f(s.ThrottledMs), f(s.Throughput), f(s.IOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10)}
-			if s.PressureMs != nil {
-				row[18] = f(*s.PressureMs)
+				f(s.ThrottledMs), f(s.Throughput), f(s.IOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10), "", ""}
+			for col, p := range map[int]*float64{18: s.PressureMs, 24: s.MemPressureMs, 25: s.IOPressureMs} {
+				if p != nil {
+					row[col] = f(*p)
+				}
 			}
 			if l := s.LatencyMs; l != nil {
 				row[19], row[20], row[21], row[22] = f(l.P50), f(l.P90), f(l.P99), f(l.Max)

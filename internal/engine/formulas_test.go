@@ -1,0 +1,206 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/client"
+)
+
+// raw is a container's counters read straight from the kernel's files, the
+// plain way (os.ReadFile, strings.Fields), independently of the reader.
+type raw struct {
+	cpuNs, periods, throttled, throttledNs uint64
+	memUsage, inactive                     uint64
+	readBytes, writeBytes, readOps, writes uint64
+	pids                                   uint64
+	psi                                    [3]uint64 // cpu, memory, io: "some" totals in µs (v2)
+}
+
+func readRaw(t *testing.T, dir map[string]string, v2 bool) raw {
+	t.Helper()
+	file := func(controller, name string) string {
+		d := dir[controller]
+		if v2 {
+			d = dir["unified"]
+		}
+		b, err := os.ReadFile(filepath.Join(d, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	keyed := func(s string) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, line := range strings.Split(s, "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				m[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
+			}
+		}
+		return m
+	}
+	one := func(s string) uint64 { n, _ := strconv.ParseUint(strings.TrimSpace(s), 10, 64); return n }
+	var r raw
+	if v2 {
+		cpu := keyed(file("", "cpu.stat"))
+		r.cpuNs, r.periods, r.throttled, r.throttledNs = cpu["usage_usec"]*1000, cpu["nr_periods"], cpu["nr_throttled"], cpu["throttled_usec"]*1000
+		r.memUsage, r.inactive = one(file("", "memory.current")), keyed(file("", "memory.stat"))["inactive_file"]
+		for _, line := range strings.Split(file("", "io.stat"), "\n") {
+			for _, kv := range strings.Fields(line)[min(1, len(strings.Fields(line))):] {
+				k, v, _ := strings.Cut(kv, "=")
+				n, _ := strconv.ParseUint(v, 10, 64)
+				switch k {
+				case "rbytes":
+					r.readBytes += n
+				case "wbytes":
+					r.writeBytes += n
+				case "rios":
+					r.readOps += n
+				case "wios":
+					r.writes += n
+				}
+			}
+		}
+		for i, name := range []string{"cpu.pressure", "memory.pressure", "io.pressure"} {
+			for _, f := range strings.Fields(strings.Split(file("", name), "\n")[0]) {
+				if v, ok := strings.CutPrefix(f, "total="); ok {
+					r.psi[i], _ = strconv.ParseUint(v, 10, 64)
+				}
+			}
+		}
+	} else {
+		r.cpuNs = one(file("cpuacct", "cpuacct.usage"))
+		cpu := keyed(file("cpu", "cpu.stat"))
+		r.periods, r.throttled, r.throttledNs = cpu["nr_periods"], cpu["nr_throttled"], cpu["throttled_time"]
+		r.memUsage, r.inactive = one(file("memory", "memory.usage_in_bytes")), keyed(file("memory", "memory.stat"))["total_inactive_file"]
+		sum := func(name string) (read, write uint64) {
+			for _, line := range strings.Split(file("blkio", name), "\n") {
+				if f := strings.Fields(line); len(f) == 3 {
+					n, _ := strconv.ParseUint(f[2], 10, 64)
+					switch strings.ToLower(f[1]) {
+					case "read":
+						read += n
+					case "write":
+						write += n
+					}
+				}
+			}
+			return read, write
+		}
+		r.readBytes, r.writeBytes = sum("blkio.throttle.io_service_bytes")
+		r.readOps, r.writes = sum("blkio.throttle.io_serviced")
+	}
+	r.pids = one(file("pids", "pids.current"))
+	return r
+}
+
+// TestCountersAgainstKernelFiles checks the sampler's formulas against the
+// kernel's own counters: for a busy, throttled container that writes, each
+// cumulative counter the reader returns lies between two plain readings
+// of the files taken just before and just after it, and memory is usage
+// less inactive file as the files show it (v1 or v2, PSI on v2).
+func TestCountersAgainstKernelFiles(t *testing.T) {
+	eng, image, h := enginetest.Engine(t)
+	if !h.ReadsCgroups() {
+		t.Fatalf("this test reads cgroup files, which are not visible here: %s", h.StatsNote)
+	}
+	ctx := context.Background()
+	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
+		Resources: experiments.Resources{NanoCPUs: 2e7, WriteBps: experiments.DeviceRate{Path: h.DataRootDevice, Rate: 10 << 20}}}
+	c, err := engine.CreateLane(ctx, eng, "", "formulas", 0, lane, image, "")
+	if c.ID != "" {
+		t.Cleanup(func() {
+			engine.RemoveRun(context.Background(), eng, "formulas", []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := engine.FindCgroup("/sys/fs/cgroup", c.ID, ins.Container.State.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	dirs := engine.CgroupDirs(cg)
+	v2 := h.CgroupV2()
+	enginetest.WaitFor(t, time.Minute, "the container writing and throttled", func() bool {
+		r := readRaw(t, dirs, v2)
+		return r.writes > 10 && r.periods > 0
+	})
+	for round := 0; round < 5; round++ {
+		before := readRaw(t, dirs, v2)
+		got, err := cg.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := readRaw(t, dirs, v2)
+		between := func(name string, v, lo, hi uint64) {
+			if v < lo || v > hi {
+				t.Errorf("round %d: %s = %d, the kernel's files show %d before and %d after", round, name, v, lo, hi)
+			}
+		}
+		between("CPU ns", got.CPUNs, before.cpuNs, after.cpuNs)
+		between("CFS periods", got.Periods, before.periods, after.periods)
+		between("throttled periods", got.ThrottledPeriods, before.throttled, after.throttled)
+		between("throttled ns", got.ThrottledNs, before.throttledNs, after.throttledNs)
+		between("bytes written", got.WriteBytes, before.writeBytes, after.writeBytes)
+		between("write ops", got.WriteOps, before.writes, after.writes)
+		between("bytes read", got.ReadBytes, before.readBytes, after.readBytes)
+		if got.Pids != after.pids && got.Pids != before.pids {
+			t.Errorf("round %d: pids %d, the files show %d and %d", round, got.Pids, before.pids, after.pids)
+		}
+		// Memory moves both ways: within 2 MiB of either plain reading.
+		want := func(r raw) int64 { return int64(r.memUsage) - int64(r.inactive) }
+		if d1, d2 := int64(got.MemBytes)-want(before), int64(got.MemBytes)-want(after); min(abs(d1), abs(d2)) > 2<<20 {
+			t.Errorf("round %d: memory %d, the files show usage less inactive file %d and %d", round, got.MemBytes, want(before), want(after))
+		}
+		if v2 {
+			if !got.HasPressure {
+				t.Fatal("cgroup v2 with PSI, and the reader reports no pressure")
+			}
+			between("CPU pressure µs", got.PressureUs, before.psi[0], after.psi[0])
+			between("memory pressure µs", got.MemPressureUs, before.psi[1], after.psi[1])
+			between("IO pressure µs", got.IOPressureUs, before.psi[2], after.psi[2])
+		} else if got.HasPressure {
+			t.Error("cgroup v1 has no PSI, and the reader reports pressure")
+		}
+		time.Sleep(200 * time.Millisecond) // the next round, a little later in the container's life
+	}
+	// The sample's rates from two readings agree with the files' deltas.
+	first, _ := cg.Read()
+	r0 := readRaw(t, dirs, v2)
+	time.Sleep(time.Second)
+	r1 := readRaw(t, dirs, v2)
+	second, _ := cg.Read()
+	s := engine.MakeSample(0, 1, first, second)
+	dt := second.At.Sub(first.At).Seconds()
+	files := float64(r1.cpuNs-r0.cpuNs) / 1e9 / dt
+	if d := s.CPU - files; d > 0.2*files+0.005 || -d > 0.2*files+0.005 || s.CPU > 0.03 {
+		t.Errorf("sample CPU %.3f cores; the files' delta %.3f cores; the quota 0.02", s.CPU, files)
+	}
+	t.Logf("cgroup v%s: sample CPU %.3f cores (files %.3f), write %.1f MiB/s, %.1f write IOs/s, %d/%d periods throttled",
+		h.CgroupVersion, s.CPU, files, s.WriteBps/(1<<20), s.WriteIOPS, s.ThrottledPeriods, s.Periods)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
