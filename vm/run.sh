@@ -57,7 +57,7 @@ timeout --foreground "${LIMITLAB_VM_TIMEOUT:-3600}" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -smp 2 -m 4G \
   -nographic -no-reboot -serial mon:stdio \
   -kernel "$kdir/vmlinuz" -initrd "$kdir/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.repo=$repo" \
+  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.repo=$repo limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0}" \
   -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$out,mount_tag=out,security_model=none" \
   -drive "file=$out/disk.img,if=virtio,format=raw,cache=none,aio=threads" \

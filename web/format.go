@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -142,4 +143,44 @@ func runMeta(v runner.RunView) string {
 		s += ", on " + v.Host
 	}
 	return s
+}
+
+func hasKernel(v runner.RunView) bool {
+	for _, l := range v.Lanes {
+		if l.Kernel != nil && len(l.Kernel.Files) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsText says whether a read-back file shows what its flag asked.
+func holdsText(f engine.KernelReading) string {
+	switch {
+	case f.Holds:
+		return "✓"
+	case f.Either && !f.Present:
+		return "" // one of several files: another one holds it
+	case !f.Present:
+		return ""
+	}
+	return "differs"
+}
+
+// otherFiles is how the other cgroup version writes a flag:
+// "cpu.cfs_quota_us=50000, cpu.cfs_period_us=100000".
+func otherFiles(k *engine.KernelView, flag string) string {
+	var parts []string
+	for _, o := range k.Other {
+		if o.Flag == flag {
+			parts = append(parts, o.File+" = "+o.Want)
+		}
+	}
+	sep := ", "
+	for _, o := range k.Other {
+		if o.Flag == flag && o.Either {
+			sep = " or "
+		}
+	}
+	return strings.Join(parts, sep)
 }

@@ -194,8 +194,8 @@ func TestCountersAgainstKernelFiles(t *testing.T) {
 	if d := s.CPU - files; d > 0.2*files+0.005 || -d > 0.2*files+0.005 || s.CPU > 0.03 {
 		t.Errorf("sample CPU %.3f cores; the files' delta %.3f cores; the quota 0.02", s.CPU, files)
 	}
-	t.Logf("cgroup v%s: sample CPU %.3f cores (files %.3f), write %.1f MiB/s, %.1f write IOs/s, %d/%d periods throttled",
-		h.CgroupVersion, s.CPU, files, s.WriteBps/(1<<20), s.WriteIOPS, s.ThrottledPeriods, s.Periods)
+	enginetest.Figure(t, "sampler against the kernel's files (a writer at --cpus 0.02, 10 MiB/s)", "CPU %.4f cores (files %.4f), write %.1f MiB/s, %d/%d periods throttled",
+		s.CPU, files, s.WriteBps/(1<<20), s.ThrottledPeriods, s.Periods)
 }
 
 func abs(x int64) int64 {

@@ -83,3 +83,42 @@ func DeviceNumbers(r experiments.Resources) map[string]string {
 	}
 	return out
 }
+
+// KernelView is what a lane's limits do in the kernel: each cgroup file
+// they write on this host, read back from the running container, and the
+// same limits in the other cgroup version's files, for comparison.
+type KernelView struct {
+	Cgroup string          `json:"cgroup"` // the version read: "1" or "2"
+	Files  []KernelReading `json:"files"`
+	// Other is the other version's files for the same limits.
+	OtherCgroup string                   `json:"other_cgroup"`
+	Other       []experiments.KernelFile `json:"other"`
+	// Note says why nothing was read back (the cgroup files are not
+	// visible here).
+	Note string `json:"note,omitempty"`
+}
+
+// ReadKernelView reads back what applied wrote, through the lane's reader
+// when it reads cgroup files; with another reader it lists the files
+// without values, saying why.
+func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources) KernelView {
+	v2 := h.CgroupV2()
+	devs := map[string]string{}
+	if h.local {
+		devs = DeviceNumbers(applied)
+	}
+	kv := KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.KernelFiles(applied, !v2, devs)}
+	if v2 {
+		kv.Cgroup, kv.OtherCgroup = "2", "1"
+	}
+	files := experiments.KernelFiles(applied, v2, devs)
+	if cg, ok := rd.(*CgroupReader); ok {
+		kv.Files = ReadKernel(cg, files)
+		return kv
+	}
+	for _, f := range files {
+		kv.Files = append(kv.Files, KernelReading{KernelFile: f})
+	}
+	kv.Note = "the container's cgroup files are not visible here (" + h.StatsNote + "): these are the files the engine writes, not read back"
+	return kv
+}

@@ -53,6 +53,8 @@ func TestKernelFilesReadBack(t *testing.T) {
 			Workload: plan.Lanes[0].Workload, Resources: experiments.Resources{BlkioWeight: 300}})
 	}
 	ctx := context.Background()
+	held, total := 0, 0
+	defer func() { enginetest.Figure(t, "limit flags held in their cgroup files", "%d of %d", held, total) }()
 	const runID = "kernel-files"
 	var ids []string
 	t.Cleanup(func() { engine.RemoveRun(context.Background(), eng, runID, ids, plan.Lanes, slog.Default()) })
@@ -93,6 +95,11 @@ func TestKernelFilesReadBack(t *testing.T) {
 		if len(unheld) > 0 {
 			t.Errorf("lane %s: the kernel does not hold %v", l.Name, unheld)
 		}
+		flags := map[string]bool{}
+		for _, r := range readings {
+			flags[r.Flag] = true
+		}
+		total, held = total+len(flags), held+len(flags)-len(unheld)
 		// Every flag the lane was given is among those read back.
 		for flag, set := range map[string]bool{"--cpus": l.Resources.NanoCPUs > 0, "--cpu-shares": l.Resources.CPUShares > 0,
 			"--cpuset-cpus": l.Resources.CpusetCpus != "", "--memory": l.Resources.Memory > 0, "--pids-limit": true,

@@ -27,6 +27,10 @@ const (
 type IOProbe struct {
 	Warnings  []string `json:"warnings,omitempty"`
 	Scheduler string   `json:"scheduler,omitempty"` // the data root disk's IO scheduler
+	// LowLatency is BFQ's low_latency setting for the disk ("1" or "0";
+	// "" where BFQ is not the scheduler): when on, BFQ raises the weight
+	// of newly started queues for their first seconds.
+	LowLatency string `json:"bfq_low_latency,omitempty"`
 	// WeightFile and ThrottleFile are the cgroup files read back, and
 	// what they held ("" if none could be read).
 	WeightFile, WeightValue     string
@@ -76,6 +80,10 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		}
 	}()
 	p := IOProbe{Warnings: created.Warnings, Scheduler: scheduler(dev)}
+	if p.Scheduler == "bfq" {
+		b, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/queue/iosched/low_latency")
+		p.LowLatency = strings.TrimSpace(string(b))
+	}
 	readBack := h.ReadsCgroups()
 	if readBack {
 		if _, err := eng.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
@@ -141,6 +149,9 @@ func (p *IOProbe) judge(readBack bool, dev string) (weight, throttle Support) {
 			dev, p.Scheduler, filepath.Base(dev))
 	case readBack && p.WeightFile == "":
 		weight.Reason = "a probe container's cgroup has no weight file (blkio.weight, blkio.bfq.weight, io.weight or io.bfq.weight)"
+	case p.LowLatency == "1":
+		weight = Support{Supported: true, Reason: fmt.Sprintf("BFQ's low_latency is on for %s: it raises the weight of newly started writers for their first seconds, so a short run shows less than the weights' ratio (echo 0 > /sys/block/%s/queue/iosched/low_latency)",
+			dev, filepath.Base(dev))}
 	default:
 		weight.Supported = true
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +168,48 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec,
 	if errs != nil {
 		t.Fatalf("validate: %v", errs)
 	}
+	scaleCPUWork(t, &p)
 	return spec, p
+}
+
+// scaleCPUWork shrinks the fixed CPU work of a plan's md5 and primes lanes
+// by LIMITLAB_TEST_SCALE (0 < scale ≤ 1), which the cgroup v2 VM sets: under
+// emulation that work runs six times slower and would outlast the labs'
+// durations. The verdicts compare ratios between lanes, which do not
+// depend on how much work each does.
+func scaleCPUWork(t testing.TB, p *experiments.Plan) {
+	v := os.Getenv("LIMITLAB_TEST_SCALE")
+	if v == "" {
+		return
+	}
+	scale, err := strconv.ParseFloat(v, 64)
+	if err != nil || scale <= 0 || scale > 1 {
+		t.Fatalf("LIMITLAB_TEST_SCALE=%q: want a number in (0, 1]", v)
+	}
+	for i := range p.Lanes {
+		w := &p.Lanes[i].Workload
+		switch w.Kind {
+		case experiments.KindMD5:
+			w.MB = max(1, int(float64(w.MB)*scale))
+		case experiments.KindPrimes:
+			w.MaxPrime = max(1000, int(float64(w.MaxPrime)*scale))
+		}
+	}
+}
+
+// Figure logs one measured figure under a key, as "figure: key | value":
+// make bench-v2 collects these lines from the same tests on cgroup v1 (this
+// host) and v2 (the VM) into the table in docs/benchmarks.md.
+func Figure(t testing.TB, key, format string, args ...any) {
+	t.Helper()
+	t.Logf("figure: %s | %s", key, fmt.Sprintf(format, args...))
+}
+
+// Ratios prints a verdict's ratios as "1.00 : 1.95 : 3.57".
+func Ratios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " : ")
 }

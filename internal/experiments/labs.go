@@ -70,7 +70,7 @@ func loadLabs(fsys fs.FS) ([]Lab, error) {
 		if _, errs := parseCustom(l.Spec); errs != nil {
 			return nil, fmt.Errorf("lab %s: %w", name, errs)
 		}
-		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare}, v.Metric) || v.Tolerance <= 0) {
+		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling}, v.Metric) || v.Tolerance <= 0) {
 			return nil, fmt.Errorf("lab %s: verdict %+v: want a known metric and a positive tolerance", name, *v)
 		}
 		out = append(out, l)
@@ -123,6 +123,8 @@ func (v VerdictSpec) Needs() []string {
 		return []string{"cpu"}
 	case MetricIOShare:
 		return []string{"io_bytes"}
+	case MetricThrottling:
+		return []string{"throttling"}
 	}
 	return nil
 }

@@ -2,11 +2,13 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
@@ -25,6 +27,7 @@ func TestIOLabs(t *testing.T) {
 				t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
 			}
 			t.Logf("%s: %s", id, v.Verdict.Explanation)
+			enginetest.Figure(t, id+" (MiB/s or ops/s)", "%s (limits %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
 			if !v.Verdict.Pass {
 				t.Errorf("verdict failed: %s", v.Verdict.Explanation)
 			}
@@ -43,6 +46,11 @@ func TestMemoryLab(t *testing.T) {
 	m := newTestManager(t)
 	r := startSpec(t, m, `{"lab": "memory-oom"}`)
 	v := waitDone(t, r, 2*time.Minute)
+	var killed []string
+	for _, l := range v.Lanes {
+		killed = append(killed, fmt.Sprintf("%s: %v", l.Name, l.OOMKilled))
+	}
+	enginetest.Figure(t, "memory-oom (OOM killed)", "%s", strings.Join(killed, "; "))
 	for i, want := range []bool{true, true, false} {
 		if l := v.Lanes[i]; l.OOMKilled != want {
 			t.Errorf("%s: oom_killed %v, want %v (exit %v)", l.Name, l.OOMKilled, want, l.ExitCode)
@@ -64,6 +72,7 @@ func TestWriteIOPSLab(t *testing.T) {
 		perLane[s.Lane] = append(perLane[s.Lane], s.WriteIOPS)
 	}
 	for lane, iops := range perLane {
+		enginetest.Figure(t, fmt.Sprintf("io-write-iops lane %d (median write IOs/s, limit 5)", lane+1), "%.2f", median(iops))
 		if med := median(iops); med > 5*1.15 || med < 5*0.5 {
 			t.Errorf("lane %d: median %.2f write IOs per second, want about 5 (%v)", lane, med, iops)
 		}
@@ -92,6 +101,7 @@ func TestIOWeightLab(t *testing.T) {
 			t.Fatalf("weights unsupported (%s), and the lab's validation says %v", h.IOWeightSupported.Reason, errs)
 		}
 		t.Logf("refused, as it should be here: %v", errs)
+		enginetest.Figure(t, "io-weight (share while both write)", "refused: weights unsupported (%s)", h.IOWeightSupported.Reason)
 		return
 	}
 	if errs != nil {
@@ -106,6 +116,7 @@ func TestIOWeightLab(t *testing.T) {
 		t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
 	}
 	t.Logf("io-weight: %s", v.Verdict.Explanation)
+	enginetest.Figure(t, "io-weight (share while both write)", "%s (weights %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
 	if !v.Verdict.Pass {
 		t.Errorf("verdict failed: %s", v.Verdict.Explanation)
 	}

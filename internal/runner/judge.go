@@ -160,6 +160,13 @@ func (x *execution) judgeLocked() {
 			}
 		}
 		v = experiments.JudgeIO(*spec, r.plan, io, r.env.Host.Queue)
+	case experiments.MetricThrottling:
+		th := make([]experiments.ThrottleOutcome, len(lanes))
+		for i, l := range lanes {
+			th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
+				Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods}
+		}
+		v = experiments.JudgeThrottling(*spec, r.plan, th, host.NCPU)
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}

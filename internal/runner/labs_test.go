@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -28,6 +29,7 @@ func TestCPULabs(t *testing.T) {
 				t.Fatalf("verdict %+v", verdict)
 			}
 			t.Logf("%s: predicted %v measured %v", id, verdict.Predicted, verdict.Measured)
+			enginetest.Figure(t, id+" ("+verdict.Metric+" ratios)", "%s (predicted %s)", enginetest.Ratios(verdict.Measured), enginetest.Ratios(verdict.Predicted))
 			for i := range verdict.Predicted {
 				dev := verdict.Measured[i]/verdict.Predicted[i] - 1
 				if dev > verdict.Tolerance || dev < -verdict.Tolerance {
@@ -97,6 +99,23 @@ func TestLiveLimitChange(t *testing.T) {
 	// that began under the old quota; by the second the drop shows.
 	if s := after[1]; s.CPU > 0.4 {
 		t.Errorf("second sample after the change, at %.2fs: CPU %.2f, want about 0.25", s.T, s.CPU)
+	}
+	// The kernel view follows the change: the quota file, read back
+	// from the running container after the update, holds a quarter CPU.
+	k := v.Lanes[0].Kernel
+	if k == nil {
+		t.Fatal("no kernel view")
+	}
+	quota := map[string]string{"1": "cpu.cfs_quota_us", "2": "cpu.max"}[k.Cgroup]
+	held := false
+	for _, f := range k.Files {
+		if f.Flag == "--cpus" && f.File == quota {
+			held = f.Holds && f.Value == "0.25"
+			t.Logf("after the change: %s %s → %s holds %q (want %q)", f.Flag, f.Value, f.File, f.Got, f.Want)
+		}
+	}
+	if !held {
+		t.Errorf("the kernel view after the change to 0.25: %+v", k.Files)
 	}
 	// The prediction follows the change: a full CPU, then a quarter.
 	if p := v.Lanes[0].PredictedCores; p == nil || *p > 0.9 || *p < 0.25 {

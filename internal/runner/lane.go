@@ -54,8 +54,18 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	}
 	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
+	r.mu.Lock()
+	var kernel *engine.KernelView
+	if ls.applied != nil {
+		applied := *ls.applied
+		r.mu.Unlock()
+		kv := engine.ReadKernelView(r.env.Host, rd, applied)
+		kernel = &kv
+	} else {
+		r.mu.Unlock()
+	}
 	x.setLane(i, func(l *laneState) {
-		l.reader, l.every, l.source = rd, every, source
+		l.reader, l.every, l.source, l.kernel = rd, every, source, kernel
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
 		}

@@ -1,10 +1,12 @@
 package runner_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -31,6 +33,7 @@ func TestPressureSampled(t *testing.T) {
 				t.Fatalf("cgroup v%s has no PSI, and a sample carries some: %+v", h.CgroupVersion, s)
 			}
 		}
+		enginetest.Figure(t, "PSI stalls (ms on CPU / memory / IO)", "none: %s", why(h))
 		for _, sig := range []engine.Signal{engine.SignalCPUPressure, engine.SignalMemPressure, engine.SignalIOPressure} {
 			if _, lacks := h.Samples.Lacks(sig); !lacks {
 				t.Errorf("no PSI here, and the host does not say it lacks %s", sig)
@@ -48,7 +51,7 @@ func TestPressureSampled(t *testing.T) {
 		total[s.Lane] = p
 	}
 	for lane, p := range total {
-		t.Logf("lane %d: stalled %.0f ms on CPU, %.0f ms on memory, %.0f ms on IO", lane, p[0], p[1], p[2])
+		enginetest.Figure(t, fmt.Sprintf("PSI stalls, %s (ms on CPU / memory / IO)", v.Lanes[lane].Name), "%.0f / %.0f / %.0f", p[0], p[1], p[2])
 	}
 	for lane := range 2 {
 		if total[lane][0] < 1000 {
@@ -58,4 +61,9 @@ func TestPressureSampled(t *testing.T) {
 	if total[2][2] < 1000 {
 		t.Errorf("the writer, throttled to 2 MiB/s for 12 MiB, waited only %.0f ms for IO", total[2][2])
 	}
+}
+
+func why(h engine.HostInfo) string {
+	w, _ := h.Samples.Lacks(engine.SignalCPUPressure)
+	return w
 }

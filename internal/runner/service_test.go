@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
 )
@@ -110,10 +111,18 @@ func TestGOMAXPROCSLab(t *testing.T) {
 	if v.State != runner.StateDone {
 		t.Fatalf("state %s: %s", v.State, v.Error)
 	}
+	if vd := v.Verdict; vd == nil || !vd.Judged || !vd.Pass {
+		t.Errorf("verdict %+v", vd)
+	} else {
+		t.Logf("verdict: %s", vd.Explanation)
+	}
 	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
 	for _, l := range v.Lanes {
 		switch l.Workload.Kind {
 		case "http":
+			if l.Periods > 0 {
+				enginetest.Figure(t, "gomaxprocs, "+l.Name+" (periods throttled)", "%.0f%% (%s)", 100*float64(l.ThrottledPeriods)/float64(l.Periods), l.Result)
+			}
 			if l.ExitCode == nil || *l.ExitCode != 0 || l.Periods == 0 {
 				t.Errorf("%s: exit %v, %d periods", l.Name, l.ExitCode, l.Periods)
 			}
@@ -121,6 +130,9 @@ func TestGOMAXPROCSLab(t *testing.T) {
 				t.Errorf("%s: %q, want %s", l.Name, l.Result, want)
 			}
 		case "load":
+			if l.LatencyMs != nil {
+				enginetest.Figure(t, "gomaxprocs, "+l.Name+" (requests/s, p99 ms)", "%.0f, %.1f", l.RPS, l.LatencyMs.P99)
+			}
 			if l.Requests != 1024 || l.Failures > l.Requests || l.RPS <= 0 || l.LatencyMs == nil || l.LatencyMs.P99 <= 0 {
 				t.Errorf("%s: requests %d failures %d rps %g latency %+v", l.Name, l.Requests, l.Failures, l.RPS, l.LatencyMs)
 			}

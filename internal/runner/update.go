@@ -96,8 +96,20 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		DockerUpdate: experiments.DockerUpdate(id[:min(12, len(id))], delta),
 	}
 	r.mu.Lock()
+	rd := r.st.lanes[lane].reader
+	r.mu.Unlock()
+	var kernel *engine.KernelView
+	if rd != nil {
+		kv := engine.ReadKernelView(host, rd, applied)
+		kernel = &kv
+	}
+	r.mu.Lock()
 	rec.AtSeconds = time.Since(r.st.start).Seconds()
-	r.st.lanes[lane].applied = &applied
+	l := r.st.lanes[lane]
+	l.applied = &applied
+	if kernel != nil && l.reader == rd {
+		l.kernel = kernel
+	}
 	r.st.changes = append(r.st.changes, rec)
 	r.mu.Unlock()
 	r.expect()

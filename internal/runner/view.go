@@ -24,6 +24,9 @@ type LaneResult struct {
 	Applied   *experiments.Resources `json:"applied,omitempty"`
 	CPULimit  float64                `json:"cpu_limit"`
 	DockerRun string                 `json:"docker_run,omitempty"`
+	// Kernel is each cgroup file the applied limits write, read back from
+	// the running container at its start and after each live change.
+	Kernel    *engine.KernelView     `json:"kernel,omitempty"`
 	Warnings  []string               `json:"warnings,omitempty"`
 	// Modelled says whether the CPU model predicts this lane's workload.
 	Modelled bool `json:"modelled"`
@@ -171,7 +174,7 @@ func (r *Run) viewLocked() RunView {
 func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	lv := LaneResult{
 		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
-		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun,
+		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Kernel: l.kernel,
 		Warnings: l.warnings, Modelled: pl.Workload.Modelled(), StartedAt: l.startedAt, EndedAt: l.endedAt,
 		WallSeconds: l.wall, UserSeconds: l.user, SysSeconds: l.sys, Throughput: l.throughput, IOPS: l.iops,
 		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
@@ -208,6 +210,7 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 		network = "container:" + engine.ContainerName("imported", pl.Target)
 	}
 	l.DockerRun = experiments.DockerRun(engine.ImageRepo, pl.Workload, applied, network)
+	l.Kernel = cleanKernel(l.Kernel, applied)
 	l.Warnings = clipAll(l.Warnings)
 	l.Result, l.Error, l.StatsSource = clip(l.Result, maxImportText), clip(l.Error, maxImportText), clip(l.StatsSource, 16)
 	if len(l.Phases) > maxImportBounds+1 {
@@ -249,4 +252,50 @@ func clipAll(ss []string) []string {
 		ss[i] = clip(ss[i], maxImportShort)
 	}
 	return ss
+}
+
+// cleanKernel rebuilds an imported lane's kernel view from its validated
+// limits: the files and wanted values are this server's, and only what
+// was read back comes from the file, as short printable text, judged anew.
+func cleanKernel(k *engine.KernelView, applied experiments.Resources) *engine.KernelView {
+	if k == nil || len(k.Files) > 64 {
+		return nil
+	}
+	v2 := k.Cgroup == "2"
+	// The device numbers the run's host named its IO limits' devices by,
+	// where well formed.
+	devs := map[string]string{}
+	for _, f := range k.Files {
+		path, _, _ := strings.Cut(f.Value, ":")
+		if num, _, _ := strings.Cut(f.Want, " "); deviceNumber.MatchString(num) && strings.HasPrefix(path, "/dev/") {
+			devs[path] = num
+		}
+	}
+	out := &engine.KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.KernelFiles(applied, !v2, devs), Note: clip(k.Note, maxImportShort)}
+	if v2 {
+		out.Cgroup, out.OtherCgroup = "2", "1"
+	}
+	for _, f := range experiments.KernelFiles(applied, v2, devs) {
+		r := engine.KernelReading{KernelFile: f}
+		for _, in := range k.Files {
+			if in.Flag == f.Flag && in.File == f.File && in.Present {
+				r.Present, r.Got = true, printable(clip(in.Got, 512))
+				r.Holds = f.Holds(r.Got)
+			}
+		}
+		out.Files = append(out.Files, r)
+	}
+	return out
+}
+
+var deviceNumber = regexp.MustCompile(`^[0-9]{1,4}:[0-9]{1,7}$`)
+
+// printable keeps a cgroup file's text: printable ASCII and newlines.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r >= ' ' && r <= '~' {
+			return r
+		}
+		return -1
+	}, s)
 }
