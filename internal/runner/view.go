@@ -26,8 +26,8 @@ type LaneResult struct {
 	DockerRun string                 `json:"docker_run,omitempty"`
 	// Kernel is each cgroup file the applied limits write, read back from
 	// the running container at its start and after each live change.
-	Kernel    *engine.KernelView     `json:"kernel,omitempty"`
-	Warnings  []string               `json:"warnings,omitempty"`
+	Kernel   *engine.KernelView `json:"kernel,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
 	// Modelled says whether the CPU model predicts this lane's workload.
 	Modelled bool `json:"modelled"`
 	// StartedAt and EndedAt are seconds since the run started.
