@@ -1,10 +1,11 @@
 # Limit Lab. `make run` starts the dashboard, `make test` runs every test.
-# Both need a Docker Engine; the tests also need Chromium (see README).
+# Both need a Docker Engine; the tests also need Chromium and qemu (see
+# README).
 
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test test-v2 test-race soak image assets build generate bench bench-labs clean
+.PHONY: run test test-v2 bench-v2 test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -40,16 +41,24 @@ test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^TestVerdictsNeedingAMissingSignal' ./internal/runner
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
-# and must not run beside each other.
+# and must not run beside each other. Then the suite's cgroup v2 part, in
+# the VM (test-v2).
 test: assets test-race
 	$(GO) vet ./...
+	$(GO) vet -tags v2vm ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	vm/run.sh
 
 # The engine suite's cgroup v2 part in a VM of our own: Debian's kernel
 # under qemu (TCG), the host's root read-only over 9p, the host's dockerd on
 # cgroup v2 inside. This machine's own cgroups stay as they are.
 test-v2: assets
 	vm/run.sh
+
+# The v2 suite on this host (v1) and in the VM (v2), its figures side by
+# side in docs/benchmarks.md.
+bench-v2: assets
+	vm/bench.sh docs/benchmarks.md
 
 bench: assets
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s ./...

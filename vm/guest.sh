@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs inside the cgroup v2 test VM, chrooted into the host's root (read-only
-# over 9p), with the results share on /mnt. It starts the host's own dockerd
+# over 9p), with the checkout on /mnt/repo and the results share on
+# /mnt/out. It starts the host's own dockerd
 # against the VM's kernel, then runs each test binary that vm/run.sh built
-# into /mnt/bin, with the tests named beside it, from its package's folder.
+# into /mnt/out/bin, with the tests named beside it, from its package's folder.
 set -u
 repo=$1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -23,29 +24,36 @@ done
 if ! docker info >/dev/null 2>&1; then
   log "dockerd did not answer within 120 s"
   tail -n 40 /var/log/dockerd.log
-  cp /var/log/dockerd.log /mnt/ 2>/dev/null
+  cp /var/log/dockerd.log /mnt/out/ 2>/dev/null
   exit 1
 fi
 log "dockerd up after ${i}s: $(docker info --format 'Docker {{.ServerVersion}}, cgroup v{{.CgroupVersion}}, {{.Driver}}, {{.CgroupDriver}}, {{.NCPU}} CPUs')"
-docker info --format '{{.CgroupVersion}}' >/mnt/cgroup-version
+docker info --format '{{.CgroupVersion}}' >/mnt/out/cgroup-version
 
-export LIMITLAB_TEST_BINARY=/mnt/bin/limitlab LIMITLAB_EXPECT_CGROUP=2 LIMITLAB_V2_OUT=/mnt
+export LIMITLAB_TEST_BINARY=/mnt/out/bin/limitlab LIMITLAB_EXPECT_CGROUP=2 LIMITLAB_V2_OUT=/mnt/out
 # Under emulation fixed CPU work runs about six times slower: the labs do a
 # quarter of it, and judge the same ratios (enginetest.scaleCPUWork).
 export LIMITLAB_TEST_SCALE=${LIMITLAB_TEST_SCALE:-0.25}
-for t in /mnt/bin/*.test; do
+# LIMITLAB_VM_SCRIPT (vm/run.sh) runs a script of one's own in the VM
+# instead, to explore it.
+if [ -f /mnt/out/script ]; then
+  log "running the script"
+  bash /mnt/out/script 2>&1 | tee /mnt/out/script.log
+fi
+for t in /mnt/out/bin/*.test; do
+  [ -f /mnt/out/script ] && break
   pkg=$(basename "$t" .test)
-  dir=$(cat "/mnt/bin/$pkg.dir")
-  run=$(cat "/mnt/bin/$pkg.run")
+  dir=$(cat "/mnt/out/bin/$pkg.dir")
+  run=$(cat "/mnt/out/bin/$pkg.run")
   log "running $pkg: $run"
-  (cd "$repo/$dir" && "$t" -test.v -test.count=1 -test.timeout=60m -test.run "$run") 2>&1 | tee "/mnt/$pkg.log"
-  echo "${PIPESTATUS[0]}" >"/mnt/$pkg.rc"
-  log "$pkg exited $(cat "/mnt/$pkg.rc")"
+  (cd "$repo/$dir" && "$t" -test.v -test.count=1 -test.timeout=60m -test.run "$run") 2>&1 | tee "/mnt/out/$pkg.log"
+  echo "${PIPESTATUS[0]}" >"/mnt/out/$pkg.rc"
+  log "$pkg exited $(cat "/mnt/out/$pkg.rc")"
 done
 left=$(docker ps -aq --filter label=io.limitlab.run | wc -l)
-echo "$left" >/mnt/left
+echo "$left" >/mnt/out/left
 log "containers left on the VM's engine: $left"
 kill %1 2>/dev/null
 wait
-cp /var/log/dockerd.log /mnt/ 2>/dev/null
+cp /var/log/dockerd.log /mnt/out/ 2>/dev/null
 log "done"

@@ -39,14 +39,14 @@ build() { # name, package folder, tests
   echo "$2" >"$out/bin/$1.dir"
   echo "$3" >"$out/bin/$1.run"
 }
-# The v2 part of the engine suite: every limit's cgroup file read back, the
-# samples' formulas against the kernel's counters, the capability probes,
-# both stats sources, and one lab of each family to its verdict.
-build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)\$}"
-build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestPressureSampled)\$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)\$}"
-# A run with PSI recorded through the API and exported, which the host's
-# Chromium then draws (below).
-build web web "${LIMITLAB_V2_WEB_TESTS:-^TestV2ExportAPressureRun\$}"
+. vm/suite.sh
+build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-$V2_ENGINE_TESTS}"
+build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-$V2_RUNNER_TESTS}"
+build web web "${LIMITLAB_V2_WEB_TESTS:-$V2_WEB_TESTS}"
+
+if [ -n "${LIMITLAB_VM_SCRIPT:-}" ]; then
+  cp "$LIMITLAB_VM_SCRIPT" "$out/script"
+fi
 
 truncate -s 16G "$out/disk.img"
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$out/disk.img"
@@ -57,8 +57,9 @@ timeout --foreground "${LIMITLAB_VM_TIMEOUT:-3600}" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -smp 2 -m 4G \
   -nographic -no-reboot -serial mon:stdio \
   -kernel "$kdir/vmlinuz" -initrd "$kdir/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.repo=$repo limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0}" \
+  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0}" \
   -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
+  -virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
   -virtfs "local,path=$out,mount_tag=out,security_model=none" \
   -drive "file=$out/disk.img,if=virtio,format=raw,cache=none,aio=threads" \
   </dev/null &
@@ -92,4 +93,12 @@ else
   status=1
 fi
 grep -h '^--- \(PASS\|FAIL\)' "$out"/*.log 2>/dev/null | sed 's/^/vm: /' || true
+passed=$(cat "$out"/*.log 2>/dev/null | grep -c '^--- PASS' || true)
+failed=$(cat "$out"/*.log 2>/dev/null | grep -c '^--- FAIL' || true)
+[ "$status" = 0 ] || [ "$failed" != 0 ] || failed=1 # a failure outside a test: the VM, the engine, a leftover
+echo "vm: $passed passed, $failed failed"
+# Each figure the tests measured, for the v1/v2 table (vm/bench.sh).
+if [ -n "${LIMITLAB_V2_FIGURES:-}" ]; then
+  grep -ah 'figure: ' "$out"/*.log | sed 's/.*figure: //' >"$LIMITLAB_V2_FIGURES" || true
+fi
 exit $status

@@ -80,7 +80,7 @@ func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 }
 
 func TestBrowserRunsAnExperiment(t *testing.T) {
-	srv, _ := newServer(t)
+	srv, m := newServer(t)
 	ctx := browser(t)
 
 	err := chromedp.Do(ctx,
@@ -105,6 +105,10 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	oomCell := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=64m"] td.oom`)))
 	dockerRun := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="512m, reservation 128m"] td.cmd code`)))
 	oomEvent := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="events"]`)))
+	// The kernel view: the 512m lane's --memory, read back from its
+	// cgroup, with the other version's file beside it.
+	kernel := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table[data-lane="512m, reservation 128m"] tr[data-flag="--memory"]')).map((r) => r.dataset.file + " " + r.dataset.holds + " " + r.textContent)`))
+	pressureCharts := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid$="pressure"]').length`))
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 
 	if n, _ := strconv.Atoi(points.Value); n < 4 {
@@ -112,6 +116,16 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	}
 	if rows != 3 {
 		t.Errorf("%d lane rows, want 3", rows)
+	}
+	file, other := "memory.limit_in_bytes", "memory.max = 536870912"
+	if m.Host().CgroupV2() {
+		file, other = "memory.max", "memory.limit_in_bytes = 536870912"
+	}
+	if len(kernel) != 1 || !strings.HasPrefix(kernel[0], file+" yes") || !strings.Contains(kernel[0], "536870912") || !strings.Contains(kernel[0], other) {
+		t.Errorf("kernel view of --memory 512m: %q, want %s read back as 536870912, and the other version's %s beside it", kernel, file, other)
+	}
+	if pressureCharts != 0 && !m.Host().HasPressure() {
+		t.Errorf("%d pressure charts on cgroup v1, which has no PSI", pressureCharts)
 	}
 	if !strings.Contains(oomEvent, "memory=64m: killed by the kernel's OOM killer") {
 		t.Errorf("engine events %q lack the OOM kill", oomEvent)

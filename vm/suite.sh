@@ -1,0 +1,10 @@
+# The engine suite's cgroup v2 part: which tests of each package run in the
+# VM (vm/run.sh), and on this host for the v1 column of the table in
+# docs/benchmarks.md (vm/bench.sh). Every limit's cgroup file read back,
+# the samples' formulas against the kernel's counters, the capability
+# probes, both stats sources, one lab of each family to its verdict, PSI.
+V2_ENGINE_TESTS='^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)$'
+V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestPressureSampled)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
+# A run with PSI recorded through the API and exported, which the host's
+# Chromium then draws.
+V2_WEB_TESTS='^TestV2ExportAPressureRun$'
