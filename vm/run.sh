@@ -29,6 +29,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The VM's disk is held to about what a real one does (qemu's throttling,
+# 100 MiB/s and 4000 IOPS by default): this host's disk is far faster, and
+# a disk that is never busy shows no weights.
+
 # The test binaries run in the VM; they are built here, where compiling is
 # six times faster. Each comes with its package folder and the tests to run.
 mkdir -p "$out/bin"
@@ -57,11 +61,11 @@ timeout --foreground "${LIMITLAB_VM_TIMEOUT:-3600}" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -smp 2 -m 4G \
   -nographic -no-reboot -serial mon:stdio \
   -kernel "$kdir/vmlinuz" -initrd "$kdir/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0}" \
+  -append "console=ttyS0 panic=-1 loglevel=4 limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0} limitlab.bfq_strict=${LIMITLAB_VM_BFQ_STRICT:-1}" \
   -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
   -virtfs "local,path=$out,mount_tag=out,security_model=none" \
-  -drive "file=$out/disk.img,if=virtio,format=raw,cache=none,aio=threads" \
+  -drive "file=$out/disk.img,if=virtio,format=raw,cache=none,aio=threads,throttling.bps-total=${LIMITLAB_VM_DISK_BPS:-104857600},throttling.iops-total=${LIMITLAB_VM_DISK_IOPS:-4000}" \
   </dev/null &
 qemu_pid=$!
 wait "$qemu_pid" && rc=0 || rc=$?

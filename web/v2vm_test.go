@@ -7,6 +7,7 @@
 package web
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -72,7 +73,11 @@ func TestV2BrowserChartsPressure(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("import: %d %s", status, body)
 	}
-	id := strings.Split(strings.Split(string(body), `"id":"`)[1], `"`)[0]
+	var created struct{ ID string }
+	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
+		t.Fatalf("import: %s", body)
+	}
+	id := created.ID
 	ctx := browser(t)
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/runs/"+id),

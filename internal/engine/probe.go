@@ -27,10 +27,13 @@ const (
 type IOProbe struct {
 	Warnings  []string `json:"warnings,omitempty"`
 	Scheduler string   `json:"scheduler,omitempty"` // the data root disk's IO scheduler
-	// LowLatency is BFQ's low_latency setting for the disk ("1" or "0";
-	// "" where BFQ is not the scheduler): when on, BFQ raises the weight
-	// of newly started queues for their first seconds.
+	// LowLatency and Strict are BFQ's low_latency and strict_guarantees
+	// for the disk ("1" or "0"; "" where BFQ is not the scheduler). With
+	// low_latency on, BFQ raises the weight of newly started queues for
+	// their first seconds; without strict_guarantees it fills the disk's
+	// idle moments with other queues' requests. Both blur the weights.
 	LowLatency string `json:"bfq_low_latency,omitempty"`
+	Strict     string `json:"bfq_strict_guarantees,omitempty"`
 	// WeightFile and ThrottleFile are the cgroup files read back, and
 	// what they held ("" if none could be read).
 	WeightFile, WeightValue     string
@@ -81,8 +84,11 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 	}()
 	p := IOProbe{Warnings: created.Warnings, Scheduler: scheduler(dev)}
 	if p.Scheduler == "bfq" {
-		b, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/queue/iosched/low_latency")
-		p.LowLatency = strings.TrimSpace(string(b))
+		read := func(name string) string {
+			b, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/queue/iosched/" + name)
+			return strings.TrimSpace(string(b))
+		}
+		p.LowLatency, p.Strict = read("low_latency"), read("strict_guarantees")
 	}
 	readBack := h.ReadsCgroups()
 	if readBack {
@@ -149,9 +155,10 @@ func (p *IOProbe) judge(readBack bool, dev string) (weight, throttle Support) {
 			dev, p.Scheduler, filepath.Base(dev))
 	case readBack && p.WeightFile == "":
 		weight.Reason = "a probe container's cgroup has no weight file (blkio.weight, blkio.bfq.weight, io.weight or io.bfq.weight)"
-	case p.LowLatency == "1":
-		weight = Support{Supported: true, Reason: fmt.Sprintf("BFQ's low_latency is on for %s: it raises the weight of newly started writers for their first seconds, so a short run shows less than the weights' ratio (echo 0 > /sys/block/%s/queue/iosched/low_latency)",
-			dev, filepath.Base(dev))}
+	case p.LowLatency == "1" || p.Strict == "0":
+		q := "/sys/block/" + filepath.Base(dev) + "/queue/iosched/"
+		weight = Support{Supported: true, Reason: fmt.Sprintf("BFQ honours weights on %s, approximately: its low_latency (%s) raises newly started writers' weights for their first seconds, and without strict_guarantees (%s) it fills idle moments with other queues' requests; for shares close to the weights: echo 0 > %slow_latency; echo 1 > %sstrict_guarantees",
+			dev, p.LowLatency, p.Strict, q, q)}
 	default:
 		weight.Supported = true
 	}

@@ -76,7 +76,8 @@ type IOOutcome struct {
 	IOPS       float64   // the workload's operations per second
 	PhaseRates []float64 // the lane's IOPS in each phase of the run (0 where it did not run)
 	// WindowBps is the lane's block IO, bytes per second as its cgroup
-	// counts them, while every lane of a parallel run was running.
+	// counts them, while every lane of a parallel run did block IO
+	// (ContendedIO).
 	WindowBps float64
 }
 

@@ -35,3 +35,20 @@ func TestJudgeIOShare(t *testing.T) {
 		t.Errorf("a per-device weight of 200 against the default 100: predicted %v", v.Predicted)
 	}
 }
+
+func TestContendedIO(t *testing.T) {
+	s := func(t, bps float64) CoreSample { return CoreSample{T: t, DT: 0.25, IOBps: bps} }
+	// The light lane writes alone at first; the heavy one starts at 0.5
+	// and, while both write, takes the disk wholly for a tick; it is done
+	// at 1.25 (its container is seen to exit later), and the light lane
+	// writes alone again, which does not count either.
+	light := []CoreSample{s(0.25, 100), s(0.5, 100), s(0.75, 10), s(1.0, 0), s(1.25, 20), s(1.5, 100), s(1.75, 100)}
+	heavy := []CoreSample{s(0.2501, 0), s(0.5001, 0), s(0.7501, 90), s(1.0001, 100), s(1.2501, 80), s(1.5001, 0)}
+	got := ContendedIO([][]CoreSample{light, heavy}, 0.125)
+	if got[0] != 10 || got[1] != 90 {
+		t.Errorf("contended rates %v, want [10 90]", got)
+	}
+	if got := ContendedIO([][]CoreSample{light, {}}, 0.125); got[0] != 0 || got[1] != 0 {
+		t.Errorf("with a lane that never did IO: %v", got)
+	}
+}

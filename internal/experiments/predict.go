@@ -80,10 +80,34 @@ func WindowMean(samples []CoreSample, from, to float64) float64 {
 	return windowMean(samples, from, to, func(s CoreSample) float64 { return s.Cores })
 }
 
-// WindowIO is the mean block IO rate, in bytes per second, of the samples
-// that lie wholly within [from, to]; 0 if there are none.
-func WindowIO(samples []CoreSample, from, to float64) float64 {
-	return windowMean(samples, from, to, func(s CoreSample) float64 { return s.IOBps })
+// ContendedIO is each lane's mean block IO rate, bytes per second, while
+// every lane was writing or reading: from the last lane's first sample
+// with IO to the first lane's last one. A lane's start and end are not
+// enough to tell: it starts its IO a moment after its container starts,
+// and its container is seen to exit a moment after its last write. Ticks
+// within the window at which a lane did no IO count, as zero: a scheduler
+// that gives the whole disk to one lane for a while is what a weight does.
+// Lanes are sampled at the same ticks; slack absorbs the microseconds
+// between their readings.
+func ContendedIO(lanes [][]CoreSample, slack float64) []float64 {
+	out := make([]float64, len(lanes))
+	from, to := math.Inf(-1), math.Inf(1)
+	for _, l := range lanes {
+		first, last := math.Inf(1), math.Inf(-1)
+		for _, s := range l {
+			if s.IOBps > 0 {
+				first, last = min(first, s.T-s.DT), max(last, s.T)
+			}
+		}
+		from, to = max(from, first), min(to, last)
+	}
+	if !(from < to) {
+		return out
+	}
+	for i, l := range lanes {
+		out[i] = windowMean(l, from-slack, to+slack, func(s CoreSample) float64 { return s.IOBps })
+	}
+	return out
 }
 
 func windowMean(samples []CoreSample, from, to float64, of func(CoreSample) float64) float64 {

@@ -78,7 +78,7 @@ func validateWorkload(w Workload) (Workload, Errors) {
 			w.Seconds = 5
 		}
 	case KindDiskWrite:
-		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", &w.BS, 1 << 20, 64 << 20}}
+		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", &w.BS, 1 << 20, 64 << 20}, {"depth", &w.Depth, 1, 64}}
 	case KindDiskRead:
 		ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", &w.BS, 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
 		usesSeconds = true

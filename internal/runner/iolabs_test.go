@@ -115,6 +115,15 @@ func TestIOWeightLab(t *testing.T) {
 	if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
 		t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
 	}
+	for _, l := range v.Lanes {
+		var rates []string
+		for _, s := range samplesOf(t, r) {
+			if s.Lane == l.Index {
+				rates = append(rates, fmt.Sprintf("%.1f:%.0f", s.T, s.WriteBps/(1<<20)))
+			}
+		}
+		t.Logf("%s: ran %.2f–%.2f s, MiB/s written by time: %s", l.Name, l.StartedAt, l.EndedAt, strings.Join(rates, " "))
+	}
 	t.Logf("io-weight: %s", v.Verdict.Explanation)
 	enginetest.Figure(t, "io-weight (share while both write)", "%s (weights %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
 	if !v.Verdict.Pass {

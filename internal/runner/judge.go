@@ -144,10 +144,18 @@ func (x *execution) judgeLocked() {
 	switch spec.Metric {
 	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery, experiments.MetricIOShare:
 		io := make([]experiments.IOOutcome, len(lanes))
+		var contended []float64
+		if r.plan.Mode == experiments.Parallel {
+			series := make([][]experiments.CoreSample, len(lanes))
+			for i, l := range lanes {
+				series[i] = l.samples
+			}
+			contended = experiments.ContendedIO(series, r.interval.Seconds()/2)
+		}
 		for i, l := range lanes {
 			io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
-			if r.plan.Mode == experiments.Parallel {
-				io[i].WindowBps = experiments.WindowIO(l.samples, from, to)
+			if contended != nil {
+				io[i].WindowBps = contended[i]
 			}
 			for _, p := range l.phases {
 				// A disk lane's phases compare IOPS, any other its own

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,23 +33,55 @@ func alignedBuf(size int) []byte {
 }
 
 // diskWriteWork writes mb MiB in blocks of bs bytes with O_DIRECT, like
-// `dd if=/dev/zero of=f bs=1M count=N oflag=direct`: the page cache is
-// bypassed, so the device's speed, and its throttle, is what is measured.
-// The counter counts MiB; ops counts write calls.
-func diskWriteWork(dir string, bs, mb int, c, ops *counter) (string, error) {
+// `dd if=/dev/zero of=f bs=1M count=N oflag=direct` at depth 1, or like
+// `fio --rw=write --direct=1 --iodepth=depth` with depth writes in flight
+// from as many goroutines, each taking the next block: the page cache is
+// bypassed, so the device's speed, and its throttle or weight, is what is
+// measured. The counter counts MiB; ops counts write calls.
+func diskWriteWork(dir string, bs, mb, depth int, c, ops *counter) (string, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "write.out"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_DIRECT, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("open with O_DIRECT: %w", err)
 	}
 	defer f.Close()
-	buf := alignedBuf(bs)
-	total := int64(mb) << 20
-	for written := int64(0); written < total && !stopping.Load(); written += int64(bs) {
-		if _, err := f.Write(buf); err != nil {
-			return "", err
+	blocks := (int64(mb) << 20) / int64(bs)
+	var next atomic.Int64
+	errc := make(chan error, depth)
+	for range depth {
+		// Each writer lives until the blocks are all taken, the workload
+		// is stopped, or a write fails. It keeps to one OS thread, so that
+		// the kernel sees one IO context per writer, as fio's jobs are: a
+		// goroutine that moved between threads would reach the IO
+		// scheduler as a new queue at each write, and BFQ would not share
+		// the disk by weight.
+		go func() {
+			runtime.LockOSThread()
+			buf := alignedBuf(bs)
+			for !stopping.Load() {
+				k := next.Add(1) - 1
+				if k >= blocks {
+					break
+				}
+				if _, err := f.WriteAt(buf, k*int64(bs)); err != nil {
+					errc <- err
+					return
+				}
+				c.add(float64(bs) / (1 << 20))
+				ops.add(1)
+			}
+			errc <- nil
+		}()
+	}
+	for range depth {
+		if e := <-errc; e != nil && err == nil {
+			err = e
 		}
-		c.add(float64(bs) / (1 << 20))
-		ops.add(1)
+	}
+	if err != nil {
+		return "", err
+	}
+	if depth > 1 {
+		return fmt.Sprintf("wrote %d MiB in %d-byte blocks, %d in flight", mb, bs, depth), nil
 	}
 	return fmt.Sprintf("wrote %d MiB in %d-byte blocks", mb, bs), nil
 }

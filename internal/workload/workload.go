@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		work = func(c *counter) (string, error) { return httpWork(*port, *workUS, *allocKB, *seconds, c) }
 	case "disk-write":
 		ops = &counter{}
-		work = func(c *counter) (string, error) { return diskWriteWork(*dir, *bs, *mb, c, ops) }
+		work = func(c *counter) (string, error) { return diskWriteWork(*dir, *bs, *mb, max(*depth, 1), c, ops) }
 	case "disk-read":
 		ops = &counter{}
 		prepare = func() error { return layOut(filepath.Join(*dir, "read.dat"), *mb) }

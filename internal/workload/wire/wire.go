@@ -43,7 +43,7 @@ type Command struct {
 	RPS         float64 // requests per second, open loop; 0 is closed loop (load)
 	Burst       int     // requests sent at once in the open loop (load)
 	BS          int     // block size in bytes (disk)
-	Depth       int     // reads in flight (disk-read)
+	Depth       int     // reads or writes in flight (disk-read, disk-write)
 	Dir         string  // directory on the device to measure (disk)
 }
 
@@ -70,7 +70,7 @@ func (c *Command) flags(fs *flag.FlagSet) (order []string) {
 	f(&c.RPS, "rps", "requests per second, open loop; 0 is closed loop (load)")
 	i(&c.Burst, "burst", "requests sent at once in the open loop (load)")
 	i(&c.BS, "bs", "block size in bytes (disk-write, disk-read)")
-	i(&c.Depth, "depth", "reads in flight (disk-read)")
+	i(&c.Depth, "depth", "reads or writes in flight (disk-read, disk-write)")
 	s(&c.Dir, "dir", "directory on the device to measure (disk-write, disk-read)")
 	return order
 }
