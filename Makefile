@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test test-v2 bench-v2 test-race soak image assets build generate bench bench-labs clean
+.PHONY: run test test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -33,12 +33,12 @@ generate:
 
 # The packages that need no engine, and the workshop's fake-engine tests,
 # run first under the race detector (which needs cgo).
-RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake
+RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake ./internal/benchdoc
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^TestVerdictsNeedingAMissingSignal' ./internal/runner
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended)' ./internal/runner
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other. Then the suite's cgroup v2 part, in
@@ -68,6 +68,11 @@ bench: assets
 # figures into docs/benchmarks.md.
 soak: build
 	$(GO) run ./cmd/soak -bin bin/limitlab -duration 10m -out docs/benchmarks.md
+
+# What Limit Lab costs the host against `docker stats`, for the same twelve
+# containers: three rounds of three 20 s windows, into docs/benchmarks.md.
+bench-overhead: build
+	$(GO) run ./cmd/overhead -bin bin/limitlab -out docs/benchmarks.md
 
 # Runs every CPU lab three times and writes the fidelity table into
 # docs/benchmarks.md (about ten minutes on a 2-core host).

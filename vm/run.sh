@@ -58,7 +58,7 @@ mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$out/disk.img"
 log "booting $(basename "$kdir") under TCG (2 vCPUs, 4 GiB); results in $out"
 start=$(date +%s)
 timeout --foreground "${LIMITLAB_VM_TIMEOUT:-3600}" qemu-system-x86_64 \
-  -accel tcg,thread=multi -cpu max -smp 2 -m 4G \
+  ${LIMITLAB_VM_ACCEL:--accel tcg,thread=multi} -cpu max -smp 2 -m 4G \
   -nographic -no-reboot -serial mon:stdio \
   -kernel "$kdir/vmlinuz" -initrd "$kdir/initramfs.cpio.gz" \
   -append "console=ttyS0 panic=-1 loglevel=4 limitlab.bfq_low_latency=${LIMITLAB_VM_BFQ_LOW_LATENCY:-0} limitlab.bfq_strict=${LIMITLAB_VM_BFQ_STRICT:-1}" \

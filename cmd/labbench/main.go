@@ -10,7 +10,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/benchdoc"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/workload"
@@ -115,7 +115,7 @@ func run(ctx context.Context) error {
 				lab.ID, lab.Verdict.Metric, s.name, s.predicted, med, lo, hi, 100*(med/s.predicted-1), verdicts)
 		}
 	}
-	return replaceSection(*out, table.String())
+	return benchdoc.Replace(*out, beginMarker, endMarker, "## Fidelity of the CPU labs (`make bench-labs`)", table.String())
 }
 
 // benchLab runs a lab n times and gathers every lane's measured ratio.
@@ -177,19 +177,4 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// replaceSection writes body between the labbench markers of the file.
-func replaceSection(path, body string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	doc := string(b)
-	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
-	if i < 0 || j < i {
-		return errors.New(path + " has no " + beginMarker + " … " + endMarker + " section")
-	}
-	doc = doc[:i+len(beginMarker)] + "\n" + body + doc[j:]
-	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/benchdoc"
 )
 
 // presenterToken is the soak server's presenter token.
@@ -122,7 +124,7 @@ func run() error {
 	text := r.markdown(c, elapsed, cpu, containers, volumes)
 	fmt.Println(text)
 	if c.out != "" {
-		if err := writeSection(c.out, text); err != nil {
+		if err := benchdoc.Replace(c.out, beginMark, endMark, "## A room for ten minutes (`make soak`)", text); err != nil {
 			return err
 		}
 	}

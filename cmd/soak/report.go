@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -141,19 +140,3 @@ const (
 	beginMark = "<!-- soak: begin -->"
 	endMark   = "<!-- soak: end -->"
 )
-
-func writeSection(path, text string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	section := beginMark + "\n" + text + endMark
-	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
-	if i >= 0 && j > i {
-		s = s[:i] + section + s[j+len(endMark):]
-	} else {
-		s += "\n## A room for ten minutes (`make soak`)\n\n" + section + "\n"
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
-}

@@ -40,6 +40,15 @@ type Env struct {
 	// startLatency is how long the engine took to start the last
 	// container, to start phased lanes on time.
 	startLatency atomic.Int64
+
+	clockOnce sync.Once
+	clock     *ticker // the one sampling clock of every run
+}
+
+// ticks is the sampling clock all the runs share.
+func (e *Env) ticks() *ticker {
+	e.clockOnce.Do(func() { e.clock = newTicker(e.interval()) })
+	return e.clock
 }
 
 // DefaultInterval is the sampling interval unless one is set.

@@ -9,13 +9,13 @@ import (
 	"github.com/limitlab/limitlab/internal/experiments"
 )
 
-// sample reads every running lane each interval and publishes one batch.
-// It is the only reader of the lanes' counters, whatever the number of
-// viewers.
+// sample reads every running lane at each tick of the clock all runs
+// share, and publishes one batch. It is the only reader of the lanes'
+// counters, whatever the number of viewers.
 func (x *execution) sample(ctx context.Context) {
 	r := x.r
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
+	ticks, done := r.env.ticks().subscribe()
+	defer done()
 	type job struct {
 		i  int
 		rd engine.Reader
@@ -24,7 +24,7 @@ func (x *execution) sample(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			var jobs []job
 			r.mu.Lock()
 			start := r.st.start
