@@ -169,7 +169,32 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec,
 		t.Fatalf("validate: %v", errs)
 	}
 	scaleCPUWork(t, &p)
+	widenCPUTolerance(t, &p)
 	return spec, p
+}
+
+// widenCPUTolerance multiplies the tolerance of a lab's verdict on CPU time
+// (wall time per CPU second, CPU shares) by LIMITLAB_TEST_TOLERANCE_SCALE,
+// which the cgroup v2 VM sets: its CPUs are emulated, and the host's
+// scheduler, running the vCPU threads beside qemu's own on two cores,
+// dilutes the guest's CPU time (measured there: shares-contention 1 to
+// 23% off in single runs, 1% natively). Block IO verdicts are left as
+// they are: the VM's disk is not emulated so.
+func widenCPUTolerance(t testing.TB, p *experiments.Plan) {
+	v := os.Getenv("LIMITLAB_TEST_TOLERANCE_SCALE")
+	if v == "" || p.Verdict == nil {
+		return
+	}
+	scale, err := strconv.ParseFloat(v, 64)
+	if err != nil || scale < 1 || scale > 5 {
+		t.Fatalf("LIMITLAB_TEST_TOLERANCE_SCALE=%q: want a number in [1, 5]", v)
+	}
+	if m := p.Verdict.Metric; m == experiments.MetricCPU || m == experiments.MetricWallTime {
+		wide := *p.Verdict
+		wide.Tolerance *= scale
+		p.Verdict = &wide
+		t.Logf("judging %s at %.0f%% under emulation (the lab's tolerance %.0f%%, ×%g)", p.Lab, 100*wide.Tolerance, 100*wide.Tolerance/scale, scale)
+	}
 }
 
 // scaleCPUWork shrinks the fixed CPU work of a plan's md5 and primes lanes
