@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 	"github.com/moby/moby/api/types/blkiodev"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -23,7 +24,15 @@ const WorkloadUser = "65534:65534"
 // load lane joins the network namespace of the http lane it loads
 // (targetID), the run's private network, which has no address anything
 // outside the run could reach and goes when the service goes.
-func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, image, targetID string) client.ContainerCreateOptions {
+func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, image, targetID string, opts ...LaneOption) client.ContainerCreateOptions {
+	var o laneOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	cmd := l.Workload.Args()
+	if o.progressFile {
+		cmd = append(cmd, "-progress-file", wire.ProgressPath)
+	}
 	var mounts []mount.Mount
 	if l.Workload.Disk() {
 		// A volume of the lane's own: a real filesystem on a block device
@@ -42,7 +51,7 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 		Name: ContainerName(runID, lane),
 		Config: &container.Config{
 			Image:  image,
-			Cmd:    l.Workload.Args(),
+			Cmd:    cmd,
 			User:   WorkloadUser,
 			Labels: labels(instance, runID, lane),
 		},
@@ -59,6 +68,16 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 		},
 	}
 }
+
+// LaneOption sets how a lane's container is made.
+type LaneOption func(*laneOptions)
+
+type laneOptions struct{ progressFile bool }
+
+// WithProgressFile has the workload keep its progress in a file of its
+// container (wire.ProgressPath) for the server to read, rather than print
+// it through the engine's log stream.
+func WithProgressFile(on bool) LaneOption { return func(o *laneOptions) { o.progressFile = on } }
 
 // Resources is the Engine API's form of a lane's limits; zero fields
 // are unset (and, in an update, unchanged).

@@ -61,7 +61,22 @@ type HostInfo struct {
 	// dataRoot the engine's data root (its volumes are there).
 	cgroupRoot string
 	dataRoot   string
+	// ProgressSource is how the workloads' progress reaches the server:
+	// "file", read from each container's own tmpfs through /proc (the
+	// probe container showed it can be), or "log", through the engine's
+	// log stream.
+	ProgressSource string `json:"progress_source"`
 }
+
+// Progress sources.
+const (
+	ProgressFile = "file"
+	ProgressLog  = "log"
+)
+
+// ReadsProgressFiles says whether the server reads the workloads' progress
+// from files in their containers rather than from the engine's logs.
+func (h HostInfo) ReadsProgressFiles() bool { return h.ProgressSource == ProgressFile }
 
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
 func (h HostInfo) CgroupV2() bool { return h.CgroupVersion == "2" }
@@ -206,6 +221,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.StatsSource = StatsEngine
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
+	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
 	h.Samples = h.Sampling()
 	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
 		h.StatsNote += "; " + why + ", so IOPS charts stay empty"

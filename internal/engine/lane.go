@@ -23,7 +23,7 @@ type Created struct {
 // volume) and reads back what the engine applied. A failure names what the
 // engine refused, in its words. On an error after the container was made,
 // the returned Created still carries its id, so that it can be removed.
-func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, l experiments.PlannedLane, image, targetID string) (Created, error) {
+func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, l experiments.PlannedLane, image, targetID string, opts ...LaneOption) (Created, error) {
 	if l.Workload.Disk() {
 		if _, err := eng.VolumeCreate(ctx, client.VolumeCreateOptions{
 			Name: ContainerName(runID, i), Labels: labels(instance, runID, i),
@@ -31,7 +31,7 @@ func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, 
 			return Created{}, fmt.Errorf("engine: create volume: %w", err)
 		}
 	}
-	res, err := eng.ContainerCreate(ctx, CreateOptions(instance, runID, i, l, image, targetID))
+	res, err := eng.ContainerCreate(ctx, CreateOptions(instance, runID, i, l, image, targetID, opts...))
 	if err != nil {
 		return Created{}, fmt.Errorf("engine: %w", err)
 	}

@@ -99,6 +99,9 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 			readBack = false
 		} else if cg, err := FindCgroup(h.cgroupRoot, created.ID, ins.Container.State.Pid); err == nil {
 			p.readBack(cg)
+			if h.local && progressVisible(ins.Container.State.Pid) {
+				h.ProgressSource = ProgressFile
+			}
 		} else {
 			readBack = false
 		}

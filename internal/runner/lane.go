@@ -64,8 +64,12 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	} else {
 		r.mu.Unlock()
 	}
+	var progress *engine.ProgressReader
+	if r.env.Host.ReadsProgressFiles() && pid > 0 {
+		progress = engine.OpenProgress(pid)
+	}
 	x.setLane(i, func(l *laneState) {
-		l.reader, l.every, l.source, l.kernel = rd, every, source, kernel
+		l.reader, l.every, l.source, l.kernel, l.progress = rd, every, source, kernel, progress
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
 		}
@@ -129,7 +133,10 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	if c, ok := l.reader.(io.Closer); ok {
 		_ = c.Close() // a cgroup reader keeps its files open
 	}
-	l.reader = nil
+	if l.progress != nil {
+		_ = l.progress.Close()
+	}
+	l.reader, l.progress = nil, nil
 	r.mu.Unlock()
 	r.expect()
 }

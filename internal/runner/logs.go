@@ -46,8 +46,7 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []b
 		if line.Final {
 			l.summary, l.done = &line, line.Done
 		} else {
-			l.rate, l.done, l.reported = line.Rate, line.Done, true
-			l.latency, l.failures, l.liveIOPS = line.Latency, line.Failures, line.IOPS
+			l.progressed(line.Progress)
 		}
 		r.mu.Unlock()
 	}
@@ -55,6 +54,13 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []b
 	_ = logs.Close() // one still reading stops
 	<-copied
 	return bytes.TrimSpace(stderr.Bytes())
+}
+
+// progressed keeps a workload's latest progress on its lane, from its log
+// or its progress file; r.mu is held.
+func (l *laneState) progressed(p wire.Progress) {
+	l.rate, l.done, l.reported = p.Rate, p.Done, true
+	l.latency, l.failures, l.liveIOPS = p.Latency, p.Failures, p.IOPS
 }
 
 // limitedWriter keeps the first max bytes written to it.

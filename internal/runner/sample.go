@@ -7,6 +7,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // sample reads every running lane at each tick of the clock all runs
@@ -17,8 +18,9 @@ func (x *execution) sample(ctx context.Context) {
 	ticks, done := r.env.ticks().subscribe()
 	defer done()
 	type job struct {
-		i  int
-		rd engine.Reader
+		i        int
+		rd       engine.Reader
+		progress *engine.ProgressReader
 	}
 	for {
 		select {
@@ -30,7 +32,7 @@ func (x *execution) sample(ctx context.Context) {
 			start := r.st.start
 			for i, l := range r.st.lanes {
 				if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
-					jobs = append(jobs, job{i, l.reader})
+					jobs = append(jobs, job{i, l.reader, l.progress})
 				}
 			}
 			r.mu.Unlock()
@@ -39,6 +41,16 @@ func (x *execution) sample(ctx context.Context) {
 			// take a second, all at once.
 			counters := make([]engine.Counters, len(jobs))
 			errs := make([]error, len(jobs))
+			type report struct {
+				p   wire.Progress
+				new bool
+			}
+			reports := make([]report, len(jobs))
+			for k, j := range jobs {
+				if j.progress != nil {
+					reports[k].p, reports[k].new = j.progress.Read()
+				}
+			}
 			var reads sync.WaitGroup
 			for k, j := range jobs {
 				if _, slow := j.rd.(*engine.EngineReader); !slow {
@@ -62,6 +74,9 @@ func (x *execution) sample(ctx context.Context) {
 					continue // the lane ended meanwhile
 				}
 				c := counters[k]
+				if reports[k].new {
+					l.progressed(reports[k].p)
+				}
 				if l.hasPrev {
 					s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)
 					s.Throughput, s.IOPS = l.rate, l.liveIOPS

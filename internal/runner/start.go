@@ -38,7 +38,8 @@ func (x *execution) createAll(ctx context.Context) bool {
 			targetID = r.st.lanes[l.Target].id
 			r.mu.Unlock()
 		}
-		c, err := engine.CreateLane(engineCtx, r.env.Engine, r.env.Instance, r.id, i, l, r.env.Image, targetID)
+		c, err := engine.CreateLane(engineCtx, r.env.Engine, r.env.Instance, r.id, i, l, r.env.Image, targetID,
+			engine.WithProgressFile(r.env.Host.ReadsProgressFiles()))
 		if c.ID != "" {
 			r.mu.Lock()
 			r.st.lanes[i].id = c.ID

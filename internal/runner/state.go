@@ -91,6 +91,7 @@ type laneState struct {
 	// The sampler's: the reader, how often it may be read, the last
 	// reading, and every sample's CPU for the model.
 	reader   engine.Reader
+	progress *engine.ProgressReader // the workload's progress file, where the server reads it
 	every    time.Duration
 	lastRead time.Time
 	prev     engine.Counters

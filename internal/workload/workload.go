@@ -130,6 +130,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer watchStop()()
 	}
 	enc := json.NewEncoder(stdout)
+	report := func(p wire.Progress) { _ = enc.Encode(p) }
+	if cmd.ProgressFile != "" {
+		// The latest progress record, rewritten at the file's start: the
+		// server reads it there, and the engine's log carries only the
+		// summary.
+		f, err := os.OpenFile(cmd.ProgressFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("progress file: %w", err)
+		}
+		defer f.Close()
+		var rec []byte
+		report = func(p wire.Progress) {
+			rec = wire.AppendRecord(rec[:0], p)
+			_, _ = f.WriteAt(rec, 0)
+		}
+	}
 	var c counter
 	// CPU time is counted from here, like wall time: the runtime's start-up
 	// in a fresh container (page faults on the binary) is not the work.
@@ -166,7 +182,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					p.Ops, p.IOPS = n, (n-lastOps)/(el-lastT)
 					lastOps = n
 				}
-				_ = enc.Encode(p)
+				report(p)
 				last, lastT = done, el
 			}
 		}

@@ -45,6 +45,9 @@ type Command struct {
 	BS          int     // block size in bytes (disk)
 	Depth       int     // reads or writes in flight (disk-read, disk-write)
 	Dir         string  // directory on the device to measure (disk)
+	// ProgressFile is where to keep the latest progress record instead of
+	// printing progress lines (ProgressPath); the summary is printed.
+	ProgressFile string
 }
 
 // flags binds every field of c to its flag, with zero defaults, so that
@@ -72,6 +75,7 @@ func (c *Command) flags(fs *flag.FlagSet) (order []string) {
 	i(&c.BS, "bs", "block size in bytes (disk-write, disk-read)")
 	i(&c.Depth, "depth", "reads or writes in flight (disk-read, disk-write)")
 	s(&c.Dir, "dir", "directory on the device to measure (disk-write, disk-read)")
+	s(&c.ProgressFile, "progress-file", "keep the latest progress record in this file instead of printing progress lines")
 	return order
 }
 

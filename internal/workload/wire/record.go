@@ -1,0 +1,48 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/crc32"
+	"strconv"
+)
+
+// ProgressPath is where a workload keeps its latest progress record when
+// the server reads it there: the container's own tmpfs. The server reads
+// it through /proc/<pid>/root, so that progress does not pass through the
+// engine's log stream (its cost to the engine is what docs/benchmarks.md
+// measures under "Limit Lab's own cost to the host").
+const ProgressPath = "/tmp/limitlab-progress"
+
+// AppendRecord appends p as one progress record to b: its JSON, a tab, the
+// JSON's CRC-32 in hex, and a newline. The workload rewrites the record at
+// the file's start; the server may read it while it is being rewritten,
+// and the checksum tells a torn record from a whole one.
+func AppendRecord(b []byte, p Progress) []byte {
+	j, _ := json.Marshal(p)
+	b = append(b, j...)
+	b = append(b, '\t')
+	b = strconv.AppendUint(b, uint64(crc32.ChecksumIEEE(j)), 16)
+	return append(b, '\n')
+}
+
+// ParseRecord reads the record at the start of b (what follows its newline
+// is a longer, older record's tail). ok is false for a torn or partial one.
+func ParseRecord(b []byte) (p Progress, ok bool) {
+	end := bytes.IndexByte(b, '\n')
+	if end < 0 {
+		return Progress{}, false
+	}
+	j, sum, found := bytes.Cut(b[:end], []byte{'\t'})
+	if !found {
+		return Progress{}, false
+	}
+	want, err := strconv.ParseUint(string(sum), 16, 32)
+	if err != nil || uint32(want) != crc32.ChecksumIEEE(j) {
+		return Progress{}, false
+	}
+	if json.Unmarshal(j, &p) != nil {
+		return Progress{}, false
+	}
+	return p, true
+}
