@@ -57,6 +57,8 @@ type Store struct {
 	db  *sql.DB
 	log *slog.Logger
 	dir string
+	// insertMsg is prepared once: every sampling tick appends a message.
+	insertMsg *sql.Stmt
 
 	failed atomic.Pointer[error] // the last batch's error; nil once one commits
 
@@ -93,7 +95,12 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, dir: dir, ops: make(chan op, 4096), done: make(chan struct{})}
+	insert, err := db.Prepare(`INSERT INTO messages (run_id, body) VALUES (?, ?)`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{db: db, log: log, dir: dir, insertMsg: insert, ops: make(chan op, 4096), done: make(chan struct{})}
 	// The writer lives until Close closes ops; Close waits for it.
 	go s.writer()
 	return s, nil
@@ -242,7 +249,7 @@ func (s *Store) Close() error {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
-	return s.db.Close()
+	return errors.Join(s.insertMsg.Close(), s.db.Close())
 }
 
 const timeFormat = time.RFC3339Nano
@@ -273,7 +280,7 @@ func (s *Store) SaveRun(r Run) {
 // The run's row must have been saved first.
 func (s *Store) Append(runID string, msg []byte) {
 	err := s.enqueue(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO messages (run_id, body) VALUES (?, ?)`, runID, msg)
+		_, err := tx.Stmt(s.insertMsg).Exec(runID, msg)
 		return err
 	}, false)
 	if err != nil {
@@ -292,7 +299,7 @@ func (s *Store) Import(r Run, msgs [][]byte) error {
 			if err != nil {
 				break
 			}
-			_, err = tx.Exec(`INSERT INTO messages (run_id, body) VALUES (?, ?)`, r.ID, m)
+			_, err = tx.Stmt(s.insertMsg).Exec(r.ID, m)
 		}
 		if err != nil {
 			_, _ = tx.Exec(`ROLLBACK TO import`)
