@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +11,6 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/moby/moby/client"
 )
 
 // raw is a container's counters read straight from the kernel's files, the
@@ -113,30 +110,9 @@ func TestCountersAgainstKernelFiles(t *testing.T) {
 	if !h.ReadsCgroups() {
 		t.Fatalf("this test reads cgroup files, which are not visible here: %s", h.StatsNote)
 	}
-	ctx := context.Background()
 	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
 		Resources: experiments.Resources{NanoCPUs: 2e7, WriteBps: experiments.DeviceRate{Path: h.DataRootDevice, Rate: 10 << 20}}}
-	c, err := engine.CreateLane(ctx, eng, "", "formulas", 0, lane, image, "")
-	if c.ID != "" {
-		t.Cleanup(func() {
-			engine.RemoveRun(context.Background(), eng, "formulas", []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cg, err := engine.FindCgroup("/sys/fs/cgroup", c.ID, ins.Container.State.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Close()
+	_, cg := startLane(t, eng, image, "formulas", lane)
 	dirs := engine.CgroupDirs(cg)
 	v2 := h.CgroupV2()
 	enginetest.WaitFor(t, time.Minute, "the container writing and throttled", func() bool {

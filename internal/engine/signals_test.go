@@ -9,7 +9,6 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/moby/moby/client"
 )
 
 // TestEngineStatsAgainstCgroupFiles reads one busy container through both
@@ -24,31 +23,12 @@ func TestEngineStatsAgainstCgroupFiles(t *testing.T) {
 	// Throttled, so that it is still writing while both sources are read.
 	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
 		Resources: experiments.Resources{WriteBps: experiments.DeviceRate{Path: h.DataRootDevice, Rate: 20 << 20}}}
-	c, err := engine.CreateLane(ctx, eng, "", "signals", 0, lane, image, "")
-	if c.ID != "" {
-		t.Cleanup(func() {
-			engine.RemoveRun(context.Background(), eng, "signals", []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.FindCgroup("/sys/fs/cgroup", c.ID, ins.Container.State.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer files.Close()
+	c, files := startLane(t, eng, image, "signals", lane)
 	remote := h
 	remote.StatsSource = engine.StatsEngine
 	stats, _, _ := engine.OpenReader(ctx, eng, remote, c.ID, 0, slog.Default())
 	var fromFiles, fromEngine engine.Counters
+	var err error
 	enginetest.WaitFor(t, time.Minute, "IO in both sources", func() bool {
 		fromFiles, err = files.Read()
 		if err != nil {

@@ -119,13 +119,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 			v.Explanation = "Not judged: no lane has a throttle its workload meets."
 			return v
 		}
-		v.Judged, v.Pass = true, true
-		worst := 0.0
-		for k := range v.Predicted {
-			dev := math.Abs(v.Measured[k]/v.Predicted[k] - 1)
-			worst = max(worst, dev)
-			v.Pass = v.Pass && dev <= spec.Tolerance
-		}
+		worst := v.judgeRelative()
 		v.Explanation = fmt.Sprintf("Each throttled lane should run at its limit; an IOPS limit counts block requests, and the kernel makes bios of at most 1 MiB and splits them into requests of at most %s: predicted %s, measured %s; the farthest is %s off, tolerance %s.",
 			requestText(q), ratios(v.Predicted), ratios(v.Measured), percent(worst), percent(spec.Tolerance))
 	case MetricPhaseRecovery:
@@ -154,13 +148,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 			v.Predicted = append(v.Predicted, ioWeight(l.Resources)/ioWeight(plan.Lanes[0].Resources))
 			v.Measured = append(v.Measured, out[i].WindowBps/out[0].WindowBps)
 		}
-		v.Judged, v.Pass = true, true
-		worst := 0.0
-		for k := range v.Predicted {
-			dev := math.Abs(v.Measured[k]/v.Predicted[k] - 1)
-			worst = max(worst, dev)
-			v.Pass = v.Pass && dev <= spec.Tolerance
-		}
+		worst := v.judgeRelative()
 		v.Explanation = fmt.Sprintf("While every lane runs, each should get the disk in proportion to its weight: predicted %s, measured %s (bytes per second as the cgroups count them); the farthest is %s off, tolerance %s.",
 			ratios(v.Predicted), ratios(v.Measured), percent(worst), percent(spec.Tolerance))
 	default:
@@ -174,4 +162,18 @@ func requestText(q QueueLimits) string {
 		return fmt.Sprintf("%d KiB (max_sectors_kb)", q.MaxSectorsKB)
 	}
 	return "what the disk allows (its queue limits are not visible here)"
+}
+
+// judgeRelative judges a verdict whose rows are predicted and measured
+// values: it passes when each measurement is within the tolerance of its
+// prediction, relatively. It returns the farthest deviation.
+func (v *Verdict) judgeRelative() float64 {
+	v.Judged, v.Pass = true, true
+	worst := 0.0
+	for k := range v.Predicted {
+		dev := math.Abs(v.Measured[k]/v.Predicted[k] - 1)
+		worst = max(worst, dev)
+		v.Pass = v.Pass && dev <= v.Tolerance
+	}
+	return worst
 }
