@@ -19,10 +19,11 @@ import (
 type ProgressReader struct {
 	path string
 
-	mu    sync.Mutex
-	f     *os.File
-	buf   []byte
-	lastT float64
+	mu     sync.Mutex
+	f      *os.File
+	buf    []byte
+	lastT  float64
+	closed bool // a Read after Close must not open the file again
 }
 
 // OpenProgress returns the reader of the progress file of the container
@@ -36,6 +37,9 @@ func OpenProgress(pid int) *ProgressReader {
 func (p *ProgressReader) Read() (wire.Progress, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return wire.Progress{}, false
+	}
 	if p.f == nil {
 		f, err := os.Open(p.path)
 		if err != nil {
@@ -59,6 +63,7 @@ func (p *ProgressReader) Read() (wire.Progress, bool) {
 func (p *ProgressReader) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	if p.f == nil {
 		return nil
 	}

@@ -77,5 +77,9 @@ func TestProgressBypassesTheEngine(t *testing.T) {
 	if len(lines) != 1 || !bytes.Contains(lines[0], []byte(`"final":true`)) {
 		t.Errorf("the engine's log carries %d lines, want the summary alone: %s", len(lines), stdout.Bytes())
 	}
+	p.Close()
+	if _, ok := p.Read(); ok {
+		t.Error("a closed reader read a record")
+	}
 	t.Logf("read %d progress records (t = %v); the log: %s", len(records), records, lines[0])
 }

