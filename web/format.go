@@ -159,10 +159,8 @@ func holdsText(f engine.KernelReading) string {
 	switch {
 	case f.Holds:
 		return "✓"
-	case f.Either && !f.Present:
-		return "" // one of several files: another one holds it
 	case !f.Present:
-		return ""
+		return "" // not offered here (for one of several files: another holds it)
 	}
 	return "differs"
 }

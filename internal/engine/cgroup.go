@@ -115,13 +115,3 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
-
-// CgroupDirs is where a reader reads: each v1 controller's directory, or
-// v2's one ("unified"). Tests read the same files the plain way.
-func CgroupDirs(r *CgroupReader) map[string]string {
-	out := make(map[string]string, len(r.dirs))
-	for k, v := range r.dirs {
-		out[k] = v
-	}
-	return out
-}

@@ -55,14 +55,12 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
 	r.mu.Lock()
+	applied := ls.applied // replaced, never changed in place, by a live change
+	r.mu.Unlock()
 	var kernel *engine.KernelView
-	if ls.applied != nil {
-		applied := *ls.applied
-		r.mu.Unlock()
-		kv := engine.ReadKernelView(r.env.Host, rd, applied)
+	if applied != nil {
+		kv := engine.ReadKernelView(r.env.Host, rd, *applied)
 		kernel = &kv
-	} else {
-		r.mu.Unlock()
 	}
 	var progress *engine.ProgressReader
 	if r.env.Host.ReadsProgressFiles() && pid > 0 {

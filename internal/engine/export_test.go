@@ -1,0 +1,12 @@
+package engine
+
+// CgroupDirs is where a reader reads: each v1 controller's directory, or
+// v2's one ("unified"). The engine's tests read the same files the plain
+// way.
+func CgroupDirs(r *CgroupReader) map[string]string {
+	out := make(map[string]string, len(r.dirs))
+	for k, v := range r.dirs {
+		out[k] = v
+	}
+	return out
+}
