@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"slices"
 	"sort"
 )
 
@@ -22,8 +21,13 @@ type Lab struct {
 	After    string `json:"after"`
 	// RequiresCPUs is the fewest CPUs on which the lab shows its effect.
 	RequiresCPUs int             `json:"requires_cpus"`
+	Topic        string          `json:"topic"` // one of Topics
 	Verdict      *VerdictSpec    `json:"verdict,omitempty"`
+	Steps        []Step          `json:"steps,omitempty"`
 	Spec         json.RawMessage `json:"spec"`
+	// File is the lab file it came from, for a facilitator's lab; empty
+	// for the built-in ones.
+	File string `json:"file,omitempty"`
 }
 
 // VerdictSpec says which metric a lab's verdict compares and how closely
@@ -42,7 +46,8 @@ const (
 //go:embed labs/*.json
 var labFiles embed.FS
 
-var labs = mustLoadLabs()
+// builtin is the catalogue the binary carries.
+var builtin = mustLoadLabs()
 
 func mustLoadLabs() []Lab {
 	ls, err := loadLabs(labFiles)
@@ -63,34 +68,26 @@ func loadLabs(fsys fs.FS) ([]Lab, error) {
 		if err != nil {
 			return nil, err
 		}
-		var l Lab
-		if err := strictDecode(b, &l); err != nil {
-			return nil, fmt.Errorf("lab %s: %w", name, err)
+		l, broken := ParseLabFile(name, b)
+		if broken != nil {
+			return nil, broken
 		}
-		if _, errs := parseCustom(l.Spec); errs != nil {
-			return nil, fmt.Errorf("lab %s: %w", name, errs)
-		}
-		if v := l.Verdict; v != nil && (!slices.Contains([]string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling}, v.Metric) || v.Tolerance <= 0) {
-			return nil, fmt.Errorf("lab %s: verdict %+v: want a known metric and a positive tolerance", name, *v)
-		}
+		l.File = ""
 		out = append(out, l)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Seed < out[j].Seed })
+	sortLabs(out)
 	return out, nil
 }
 
-// Labs lists the labs, by seed.
-func Labs() []Lab { return labs }
-
-// LabByID finds a lab.
-func LabByID(id string) (Lab, bool) {
-	for _, l := range labs {
-		if l.ID == id {
-			return l, true
-		}
-	}
-	return Lab{}, false
+func sortLabs(ls []Lab) {
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Seed < ls[j].Seed })
 }
+
+// Labs lists the labs of the catalogue in use, by seed.
+func Labs() []Lab { return current.Load().labs }
+
+// LabByID finds a lab in the catalogue in use.
+func LabByID(id string) (Lab, bool) { return current.Load().Lab(id) }
 
 // Shows says whether this host can show the lab's effect, and why not: it
 // needs its CPUs, and every limit it uses must be one the host applies.

@@ -72,6 +72,9 @@ type LaneOutcome struct {
 type CoreSample struct {
 	T, DT, Cores float64
 	IOBps        float64 // block IO read and written, bytes per second
+	// CFS periods and periods throttled in the sample, and memory in use.
+	Periods, ThrottledPeriods float64
+	MemBytes                  float64
 }
 
 // WindowMean is the mean of the samples that lie wholly within [from, to],

@@ -99,6 +99,7 @@ type Plan struct {
 	Groups   [][]int
 	Lab      string       // the lab's id, if the spec is a lab's
 	Verdict  *VerdictSpec // how to judge the run; nil: the default
+	Steps    []Step       // a guided lab's steps
 	Name     string
 	Mode     Mode
 	Duration time.Duration
@@ -157,7 +158,7 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		} else if shows, why := lab.Shows(host); !shows {
 			add(-1, "lab", "%s", why)
 		} else {
-			plan.Lab, plan.Verdict = lab.ID, lab.Verdict
+			plan.Lab, plan.Verdict, plan.Steps = lab.ID, lab.Verdict, lab.Steps
 		}
 	}
 	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {

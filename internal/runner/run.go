@@ -94,6 +94,7 @@ type Run struct {
 	statsNote   string
 	interval    time.Duration
 	bounds      []float64 // the plan's phase bounds
+	steps       []experiments.ResolvedStep
 	hub         *hub.Hub
 	done        chan struct{}
 
@@ -116,6 +117,7 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 	for range plan.Lanes {
 		r.st.lanes = append(r.st.lanes, &laneState{state: LanePending})
 	}
+	r.initSteps()
 	return r
 }
 

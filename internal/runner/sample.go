@@ -85,7 +85,8 @@ func (x *execution) sample(ctx context.Context) {
 						l.latency = nil // each interval's latency goes out once
 					}
 					batch = append(batch, s)
-					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps})
+					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps,
+						Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), MemBytes: float64(s.MemBytes)})
 					if phased && l.reported {
 						// Phase means count only samples after the
 						// workload's first report of its rate.
@@ -94,9 +95,13 @@ func (x *execution) sample(ctx context.Context) {
 				}
 				l.prev, l.hasPrev, l.lastRead = c, true, c.At
 			}
+			moved := len(batch) > 0 && r.advanceSteps(now.Sub(start).Seconds())
 			r.mu.Unlock()
 			if len(batch) > 0 {
 				r.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
+			}
+			if moved {
+				r.publishView()
 			}
 		}
 	}

@@ -58,6 +58,7 @@ type runState struct {
 	changes   []ChangeRecord
 	events    []EventRecord
 	verdict   *experiments.Verdict
+	steps     []stepState
 }
 
 // laneState is one lane's live state: what it is, what the engine

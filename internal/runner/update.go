@@ -111,6 +111,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		l.kernel = kernel
 	}
 	r.st.changes = append(r.st.changes, rec)
+	r.stepChanged(lane, applied, rec.AtSeconds)
 	r.mu.Unlock()
 	r.expect()
 	return rec, nil

@@ -135,6 +135,8 @@ type RunView struct {
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	// Steps are a guided lab's steps and where each is.
+	Steps []StepView `json:"steps,omitempty"`
 }
 
 // viewLocked builds the run's view from its state; r.mu is held.
@@ -147,6 +149,7 @@ func (r *Run) viewLocked() RunView {
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
+		Steps: r.stepViews(),
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()

@@ -1,0 +1,273 @@
+package experiments
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// Topics group the lab list, in the order the list shows them.
+var Topics = []string{"cpu", "memory", "block-io", "services"}
+
+// TopicTitle is a topic as the pages name it.
+func TopicTitle(t string) string {
+	switch t {
+	case "cpu":
+		return "CPU"
+	case "memory":
+		return "Memory"
+	case "block-io":
+		return "Block IO"
+	case "services":
+		return "Services"
+	}
+	return t
+}
+
+// Catalog is a set of labs: the built-in ones, then a facilitator's from
+// lab files, and the lab files that could not be loaded, each with why.
+// A catalogue is never changed once made: a reload makes a new one.
+type Catalog struct {
+	labs   []Lab
+	broken []BrokenLab
+}
+
+// BrokenLab is a lab file that was not loaded, and the first reason.
+type BrokenLab struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"` // 1-based; 0 when no line is to blame
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func (b *BrokenLab) Error() string {
+	var s strings.Builder
+	s.WriteString(b.File)
+	if b.Line > 0 {
+		s.WriteString(":" + strconv.Itoa(b.Line))
+	}
+	if b.Field != "" {
+		s.WriteString(": " + b.Field)
+	}
+	s.WriteString(": " + b.Message)
+	return s.String()
+}
+
+// current is the catalogue the server uses: the built-in labs until a
+// facilitator's directory is loaded. Readers take it whole, so a reload
+// never shows them a half-loaded one.
+var current atomic.Pointer[Catalog]
+
+func init() { current.Store(&Catalog{labs: builtin}) }
+
+// Install makes c the catalogue in use.
+func Install(c *Catalog) { current.Store(c) }
+
+// Current is the catalogue in use.
+func Current() *Catalog { return current.Load() }
+
+// NewCatalog is the built-in labs followed by extra ones, and the broken
+// files. An extra lab whose id is taken, by a built-in lab or an earlier
+// file, is broken rather than loaded.
+func NewCatalog(extra []Lab, broken []BrokenLab) *Catalog {
+	c := &Catalog{labs: slices.Clone(builtin), broken: slices.Clone(broken)}
+	for _, l := range extra {
+		if prev, ok := c.Lab(l.ID); ok {
+			by := "a built-in lab"
+			if prev.File != "" {
+				by = prev.File
+			}
+			c.broken = append(c.broken, BrokenLab{File: l.File, Field: "id", Message: fmt.Sprintf("%q is taken by %s", l.ID, by)})
+			continue
+		}
+		c.labs = append(c.labs, l)
+	}
+	sortLabs(c.labs)
+	slices.SortFunc(c.broken, func(a, b BrokenLab) int { return strings.Compare(a.File, b.File) })
+	return c
+}
+
+// Labs lists the catalogue's labs, by seed.
+func (c *Catalog) Labs() []Lab { return c.labs }
+
+// Broken lists the lab files that were not loaded, by file.
+func (c *Catalog) Broken() []BrokenLab { return c.broken }
+
+// Lab finds a lab by id.
+func (c *Catalog) Lab(id string) (Lab, bool) {
+	for _, l := range c.labs {
+		if l.ID == id {
+			return l, true
+		}
+	}
+	return Lab{}, false
+}
+
+// MaxLabFile bounds a lab file's size: a lab is a few kilobytes.
+const MaxLabFile = 256 << 10
+
+var labID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+
+// ParseLabFile reads one lab file and checks all of it: the fields a lab
+// has, its spec as a run would be checked (host aside: whether this host
+// can show it is asked of the lab later), its verdict and its steps. The
+// first problem comes back with the file, the field and its line.
+func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
+	fail := func(field string, path []string, format string, args ...any) (Lab, *BrokenLab) {
+		return Lab{}, &BrokenLab{File: file, Line: lineOf(b, path), Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if len(b) > MaxLabFile {
+		return fail("", nil, "%d bytes: a lab file has at most %d", len(b), MaxLabFile)
+	}
+	var l Lab
+	if err := strictDecode(b, &l); err != nil {
+		return Lab{}, &BrokenLab{File: file, Line: decodeLine(b, err), Field: jsonField(err, ""), Message: jsonMessage(err)}
+	}
+	l.File = file
+	switch {
+	case !labID.MatchString(l.ID):
+		return fail("id", []string{"id"}, "want 1 to 48 lowercase letters, digits and dashes, got %q", l.ID)
+	case strings.TrimSpace(l.Title) == "" || len(l.Title) > 100:
+		return fail("title", []string{"title"}, "want a title of 1 to 100 characters")
+	case len(l.Question)+len(l.Before)+len(l.After) > 8000:
+		return fail("question", []string{"question"}, "question, before and after have at most 8000 characters in all")
+	case len(l.Seed) > 16:
+		return fail("seed", []string{"seed"}, "at most 16 characters")
+	case l.RequiresCPUs < 0 || l.RequiresCPUs > 1024:
+		return fail("requires_cpus", []string{"requires_cpus"}, "want 0 to 1024, got %d", l.RequiresCPUs)
+	case !slices.Contains(Topics, l.Topic):
+		return fail("topic", []string{"topic"}, "want one of %v, got %q", Topics, l.Topic)
+	}
+	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || v.Tolerance <= 0) {
+		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance, got %q and %g", Metrics, v.Metric, v.Tolerance)
+	}
+	if len(l.Spec) == 0 {
+		return fail("spec", nil, "a lab needs a spec: its lanes")
+	}
+	spec, errs := parseCustom(l.Spec)
+	if errs == nil {
+		_, errs = Validate(spec, Host{DataRootDevice: "/dev/auto"})
+	}
+	if errs != nil {
+		return fail(specField(errs[0]), specPath(errs[0]), "%s", errs[0].Message)
+	}
+	if err := checkSteps(l.Steps, spec); err != nil {
+		return fail(err.Field, err.path, "%s", err.Message)
+	}
+	return l, nil
+}
+
+// Metrics are the verdicts a lab may ask for.
+var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling}
+
+// specField names a spec's problem as a lab file's field.
+func specField(e FieldError) string {
+	if e.Lane < 0 {
+		return "spec." + e.Field
+	}
+	return fmt.Sprintf("spec.lanes[%d].%s", e.Lane, e.Field)
+}
+
+// specPath is where in a lab file a spec's problem is; a limit's field
+// lies under the lane's limits.
+func specPath(e FieldError) []string {
+	if e.Lane < 0 {
+		return append([]string{"spec"}, strings.Split(e.Field, ".")...)
+	}
+	return append([]string{"spec", "lanes", strconv.Itoa(e.Lane)}, strings.Split(e.Field, ".")...)
+}
+
+// decodeLine is the line a decoding error points at, where it has an
+// offset, else where the field it names is.
+func decodeLine(b []byte, err error) int {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return lineAt(b, se.Offset)
+	case errors.As(err, &te):
+		return lineAt(b, te.Offset)
+	}
+	if f := jsonField(err, ""); f != "" {
+		return lineOf(b, []string{f})
+	}
+	return 0
+}
+
+func lineAt(b []byte, off int64) int {
+	off = min(max(off, 0), int64(len(b)))
+	return bytes.Count(b[:off], []byte("\n")) + 1
+}
+
+// lineOf is the line of the deepest part of path (object keys and array
+// indexes) found in the JSON document b; where a key is missing, the line
+// of the value it would be in; 0 for no path. A name that is not a key of
+// the object it is looked for in is also looked for one level down (a
+// limit's field under "limits", a workload's under "workload").
+func lineOf(b []byte, path []string) int {
+	if len(path) == 0 {
+		return 0
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	best := 0
+	var walk func(depth int, want []string) bool // false: stop
+	walk = func(depth int, want []string) bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return true
+		}
+		index := 0
+		for dec.More() {
+			var name string
+			if d == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return false
+				}
+				name, _ = k.(string)
+			} else {
+				name = strconv.Itoa(index)
+				index++
+			}
+			at := lineAt(b, dec.InputOffset())
+			switch {
+			case len(want) > 0 && name == want[0]:
+				best = at
+				if !walk(depth+1, want[1:]) {
+					return false
+				}
+				if len(want) == 1 {
+					return false // found it all
+				}
+			case len(want) > 0 && (name == "limits" || name == "workload"):
+				if !walk(depth+1, want) {
+					return false
+				}
+			default:
+				if !skip(dec) {
+					return false
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err == nil
+	}
+	walk(0, path)
+	return best
+}
+
+// skip reads one JSON value whole.
+func skip(dec *json.Decoder) bool {
+	var v json.RawMessage
+	return dec.Decode(&v) == nil
+}

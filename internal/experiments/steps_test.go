@@ -1,0 +1,131 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+)
+
+// evenSamples are n samples of dt seconds each from t0, every one with the
+// same cores and throttling.
+func evenSamples(t0, dt float64, n int, cores, periods, throttled float64) []CoreSample {
+	var out []CoreSample
+	for i := 1; i <= n; i++ {
+		out = append(out, CoreSample{T: t0 + float64(i)*dt, DT: dt, Cores: cores, Periods: periods, ThrottledPeriods: throttled})
+	}
+	return out
+}
+
+func TestCheckEval(t *testing.T) {
+	half := evenSamples(0, 0.25, 40, 0.5, 2.5, 2)   // 10 s at half a CPU, throttled in 80%
+	idle := evenSamples(0, 0.25, 40, 0, 0, 0)       // a lane that does not run
+	late := append(evenSamples(0, 0.25, 20, 1, 2.5, 0), evenSamples(5, 0.25, 20, 0.25, 2.5, 2.5)...)
+	for _, tc := range []struct {
+		name        string
+		check       Check
+		samples     []CoreSample
+		since       float64
+		full, holds bool
+		value       float64
+	}{
+		{"cores within", Check{Metric: CheckCores, Op: "within", Value: 0.5, Tolerance: 0.1}, half, 0, true, true, 0.5},
+		{"cores within, off", Check{Metric: CheckCores, Op: "within", Value: 1, Tolerance: 0.1}, half, 0, true, false, 0.5},
+		{"throttled above", Check{Metric: CheckThrottled, Op: ">", Value: 0.5}, half, 0, true, true, 0.8},
+		{"throttled below", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, half, 0, true, false, 0.8},
+		{"not enough since the step began", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 8.5, false, false, 0},
+		{"no samples since", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 11, false, false, 0},
+		{"a lane that does not run is not judged on throttling", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, idle, 0, false, false, 0},
+		{"the window is the last seconds", Check{Metric: CheckCores, Op: "within", Value: 0.25, Tolerance: 0.05}, late, 0, true, true, 0.25},
+		{"a longer window mixes both", Check{Metric: CheckCores, Op: "<", Value: 0.9, Seconds: 10}, late, 0, true, true, 0.625},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, value, holds := tc.check.Eval(tc.samples, tc.since)
+			if full != tc.full || holds != tc.holds || (full && abs(value-tc.value) > 1e-9) {
+				t.Errorf("Eval = full %v, value %g, holds %v; want %v, %g, %v", full, value, holds, tc.full, tc.value, tc.holds)
+			}
+		})
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestParseLabFileErrors(t *testing.T) {
+	good := `{
+  "id": "my-lab",
+  "title": "Mine",
+  "topic": "cpu",
+  "steps": [
+    {"prompt": "Watch", "check": {"lane": "a", "metric": "cores", "op": ">", "value": 0.5}}
+  ],
+  "spec": {
+    "name": "mine",
+    "lanes": [
+      {"name": "a", "workload": {"kind": "spin", "seconds": 5}, "limits": {"cpus": "0.5"}}
+    ]
+  }
+}`
+	if l, broken := ParseLabFile("mine.json", []byte(good)); broken != nil {
+		t.Fatalf("a good lab file is refused: %v", broken)
+	} else if l.ID != "my-lab" || l.File != "mine.json" || len(l.Steps) != 1 {
+		t.Fatalf("lab = %+v", l)
+	}
+	for _, tc := range []struct {
+		name, from, to string
+		field          string
+		line           int
+		message        string
+	}{
+		{"malformed", `"title": "Mine",`, `"title": "Mine"`, "", 4, "malformed JSON"},
+		{"unknown field", `"topic": "cpu",`, `"topic": "cpu", "colour": "red",`, "colour", 4, "unknown field"},
+		{"bad id", `"my-lab"`, `"My Lab"`, "id", 2, "lowercase"},
+		{"bad topic", `"topic": "cpu"`, `"topic": "gpu"`, "topic", 4, "want one of"},
+		{"bad limit", `"cpus": "0.5"`, `"cpus": "lots"`, "spec.lanes[0].cpus", 11, "cpus"},
+		{"bad workload", `"seconds": 5`, `"seconds": -5`, "spec.lanes[0].workload.seconds", 11, ""},
+		{"check on no lane", `"lane": "a", "metric"`, `"lane": "b", "metric"`, "steps[0].check.lane", 6, `no lane is named "b"`},
+		{"bad op", `"op": ">"`, `"op": ">="`, "steps[0].check.op", 6, "want"},
+		{"step with nothing to do", `, "check": {"lane": "a", "metric": "cores", "op": ">", "value": 0.5}`, ``, "steps[0].prompt", 6, "a change, a check or both"},
+		{"change not live", `"prompt": "Watch",`, `"prompt": "Watch", "change": {"lane": "a", "limits": {"cpu-period": "50000"}},`, "steps[0].change.limits.cpu-period", 6, "cannot be changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, tc.from, tc.to, 1)
+			if src == good {
+				t.Fatalf("the case changes nothing")
+			}
+			_, broken := ParseLabFile("mine.json", []byte(src))
+			if broken == nil {
+				t.Fatal("refused nothing")
+			}
+			if broken.File != "mine.json" || broken.Field != tc.field || broken.Line != tc.line || !strings.Contains(broken.Message, tc.message) {
+				t.Errorf("got %q (field %q, line %d); want field %q, line %d, a message with %q", broken.Error(), broken.Field, broken.Line, tc.field, tc.line, tc.message)
+			}
+		})
+	}
+}
+
+func TestCatalogRefusesATakenID(t *testing.T) {
+	l, broken := ParseLabFile("mine.json", []byte(strings.Replace(builtinJSON(t, "cpus-ladder"), `"id": "cpus-ladder"`, `"id": "cpus-ladder"`, 1)))
+	if broken != nil {
+		t.Fatal(broken)
+	}
+	c := NewCatalog([]Lab{l}, nil)
+	if len(c.Labs()) != len(builtin) || len(c.Broken()) != 1 || !strings.Contains(c.Broken()[0].Message, "built-in") {
+		t.Fatalf("labs %d, broken %+v", len(c.Labs()), c.Broken())
+	}
+	l.ID = "my-ladder"
+	c = NewCatalog([]Lab{l, l}, nil)
+	if _, ok := c.Lab("my-ladder"); !ok || len(c.Broken()) != 1 || !strings.Contains(c.Broken()[0].Message, "mine.json") {
+		t.Fatalf("broken %+v", c.Broken())
+	}
+}
+
+func builtinJSON(t *testing.T, id string) string {
+	b, err := labFiles.ReadFile("labs/" + id + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"github.com/limitlab/limitlab/internal/experiments"
+)
+
+// Step states, in the order a step goes through them.
+const (
+	StepWaiting = "waiting" // an earlier step is not done yet
+	StepActive  = "active"
+	StepDone    = "done"
+)
+
+// stepState is where one of a guided lab's steps is; guarded by Run.mu.
+type stepState struct {
+	state   string
+	since   float64 // run seconds from which its check reads samples
+	changed bool    // its change has been made
+	full    bool    // its check's window is full
+	holds   bool
+	value   float64
+	doneAt  float64
+}
+
+// StepView is one step of a guided lab, for the page and the API.
+type StepView struct {
+	Index  int    `json:"index"`
+	Prompt string `json:"prompt"`
+	Hint   string `json:"hint,omitempty"`
+	// Change is the live change the step asks for, as the docker CLI
+	// would be given it, and its lane and limits for the page's button.
+	Change       string              `json:"change,omitempty"`
+	ChangeLane   int                 `json:"change_lane"`
+	ChangeLimits *experiments.Limits `json:"change_limits,omitempty"`
+	Changed      bool                `json:"changed,omitempty"`
+	// Check is the step's check in words.
+	Check  string  `json:"check,omitempty"`
+	State  string  `json:"state"`
+	Full   bool    `json:"full,omitempty"`  // the check has a full window
+	Holds  bool    `json:"holds,omitempty"` // and it holds
+	Value  float64 `json:"value,omitempty"` // the window's value
+	DoneAt float64 `json:"done_at,omitempty"`
+}
+
+// initSteps readies a guided run's steps: the first is active from the
+// start.
+func (r *Run) initSteps() {
+	r.steps = experiments.ResolveSteps(r.plan.Steps, r.plan)
+	r.st.steps = make([]stepState, len(r.steps))
+	for i := range r.st.steps {
+		r.st.steps[i].state = StepWaiting
+	}
+	if len(r.st.steps) > 0 {
+		r.st.steps[0].state = StepActive
+	}
+}
+
+// advanceSteps evaluates the active step on the samples so far, at run
+// time now, ticking it and activating the next while their checks hold.
+// It says whether any step's state, window or result changed. r.mu is
+// held.
+func (r *Run) advanceSteps(now float64) bool {
+	moved := false
+	for k := range r.st.steps {
+		st := &r.st.steps[k]
+		if st.state == StepDone {
+			continue
+		}
+		if st.state == StepWaiting {
+			st.state, st.since, moved = StepActive, now, true
+		}
+		rs := r.steps[k]
+		if rs.ChangeLane >= 0 && !st.changed {
+			return moved // waiting for the participant's change
+		}
+		if rs.Check != nil {
+			full, value, holds := rs.Check.Eval(r.st.lanes[rs.CheckLane].samples, st.since)
+			if full != st.full || holds != st.holds {
+				moved = true
+			}
+			st.full, st.holds, st.value = full, holds, value
+			if !holds {
+				return moved
+			}
+		}
+		st.state, st.doneAt, moved = StepDone, now, true
+	}
+	return moved
+}
+
+// stepChanged notes a live change of a lane at run time at: the active
+// step's change is made if the lane's limits now include it, and its
+// check counts samples from then on. r.mu is held.
+func (r *Run) stepChanged(lane int, applied experiments.Resources, at float64) {
+	for k := range r.st.steps {
+		st := &r.st.steps[k]
+		if st.state != StepActive {
+			continue
+		}
+		if rs := r.steps[k]; rs.ChangeLane == lane && !st.changed && rs.Made(applied) {
+			st.changed, st.since = true, at
+		}
+		return
+	}
+}
+
+// stepViews are the steps for the view. r.mu is held.
+func (r *Run) stepViews() []StepView {
+	if len(r.steps) == 0 {
+		return nil
+	}
+	out := make([]StepView, len(r.steps))
+	for k, rs := range r.steps {
+		st := r.st.steps[k]
+		v := StepView{Index: k, Prompt: rs.Prompt, Hint: rs.Hint, ChangeLane: rs.ChangeLane, Changed: st.changed,
+			State: st.state, Full: st.full, Holds: st.holds, Value: st.value, DoneAt: st.doneAt}
+		if c := rs.Change; c != nil {
+			v.Change = c.Text()
+			limits := c.Limits
+			v.ChangeLimits = &limits
+		}
+		if c := rs.Check; c != nil {
+			v.Check = c.Text()
+		}
+		out[k] = v
+	}
+	return out
+}
