@@ -86,7 +86,7 @@ func TestCreateRunRejectsInvalidSpecs(t *testing.T) {
 		lane        int
 		field, part string
 	}{
-		{"malformed JSON", `{"lanes": [{"workload": `, -1, "spec", "unexpected EOF"},
+		{"malformed JSON", `{"lanes": [{"workload": `, -1, "spec", "ends before the value does"},
 		{"empty body", ``, -1, "spec", "empty body"},
 		{"cpus above the host", `{"lanes": [{"workload": {"kind": "md5"}}, {"workload": {"kind": "md5"}, "limits": {"cpus": "64"}}]}`, 1, "cpus", "Range of CPUs"},
 		{"memory below the floor", `{"lanes": [{"workload": {"kind": "mem"}, "limits": {"memory": "4m"}}]}`, 0, "memory", "Minimum memory limit allowed is 6MB"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -193,6 +194,8 @@ func decodeLine(b []byte, err error) int {
 		return lineAt(b, se.Offset)
 	case errors.As(err, &te):
 		return lineAt(b, te.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return lineAt(b, int64(len(b)))
 	}
 	if f := jsonField(err, ""); f != "" {
 		return lineOf(b, []string{f})
@@ -271,3 +274,6 @@ func skip(dec *json.Decoder) bool {
 	var v json.RawMessage
 	return dec.Decode(&v) == nil
 }
+
+// Builtin lists the labs the binary carries.
+func Builtin() []Lab { return builtin }

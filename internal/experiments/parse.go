@@ -194,6 +194,9 @@ func jsonMessage(err error) string {
 	if strings.HasPrefix(err.Error(), "json: unknown field ") {
 		return "unknown field"
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "malformed JSON: it ends before the value does"
+	}
 	if errors.Is(err, io.EOF) {
 		return "empty body: want a JSON spec"
 	}

@@ -174,7 +174,7 @@ func TestParse(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{"malformed", `{"lanes": [`, -1, "spec", "unexpected EOF"},
+		{"malformed", `{"lanes": [`, -1, "spec", "ends before the value does"},
 		{"not JSON", `cpus=1`, -1, "spec", "malformed JSON"},
 		{"empty", ``, -1, "spec", "empty body"},
 		{"unknown top field", `{"lanez": []}`, -1, "lanez", "unknown field"},
