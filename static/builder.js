@@ -39,6 +39,10 @@ function addLane(lane = { workload: { kind: "md5" } }) {
     const v = top ? get(lane, f) : get(lane.limits || {}, f);
     if (v !== undefined && v !== null) input.value = v;
   });
+  // Only the groups of limits the lane uses are open.
+  fs.querySelectorAll("details.limits").forEach((d) => {
+    d.open = [...d.querySelectorAll("[data-field]")].some((input) => input.value !== "");
+  });
   fs.querySelector('[data-field="workload.kind"]').addEventListener("change", () => showKind(fs));
   fs.querySelector(".remove-lane").addEventListener("click", () => { fs.remove(); renumber(); });
   lanesEl.appendChild(fs);
@@ -95,6 +99,8 @@ function showErrors(errors) {
     const scope = e.lane >= 0 ? lanesEl.querySelector(`fieldset.lane[data-lane="${e.lane}"]`) : form.querySelector(".row");
     const input = scope && scope.querySelector(`[data-field="${CSS.escape(e.field)}"]`);
     if (input) {
+      const group = input.closest("details");
+      if (group) group.open = true;
       input.classList.add("invalid");
       const msg = document.createElement("span");
       msg.className = "field-error";

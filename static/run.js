@@ -3,6 +3,7 @@
 import { laneColour, paintSwatches } from "./colours.js";
 import { enableCopyButtons } from "./copy.js";
 import { send, errorText } from "./post.js";
+import { showSteps, enableStepChanges } from "./steps.js";
 
 const root = document.getElementById("run");
 const id = root.dataset.runId;
@@ -240,6 +241,7 @@ function onRun(view) {
   if (first) buildCharts();
   else redraw(); // markers of new changes
   showControls(view);
+  showSteps(view);
   refreshResults();
 }
 
@@ -322,6 +324,7 @@ const permalink = document.getElementById("permalink");
 if (permalink) permalink.dataset.copy = `${location.origin}/runs/${id}`;
 
 enableCopyButtons();
+enableStepChanges(id, () => run);
 
 paintSwatches();
 connect();

@@ -34,7 +34,8 @@ func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"labs": experiments.Labs()})
+	c := experiments.Current()
+	writeJSON(w, http.StatusOK, map[string]any{"labs": c.Labs(), "broken": c.Broken()})
 }
 
 func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {

@@ -14,17 +14,45 @@ import (
 
 type limitField struct{ name, hint string }
 
-// limitFields are the limits the builder offers, in the CLI's names.
-var limitFields = []limitField{
-	{"cpus", "0.5"}, {"cpu-shares", "1024"}, {"cpuset-cpus", "0,1"}, {"cpu-period", "100000"}, {"cpu-quota", "50000"},
-	{"memory", "64m"}, {"memory-swap", "128m"}, {"memory-reservation", "32m"}, {"pids-limit", "512"},
-	{"device-read-bps", "auto:5mb"}, {"device-write-bps", "auto:5mb"}, {"device-read-iops", "auto:100"}, {"device-write-iops", "auto:5"},
-	{"blkio-weight", "500"}, {"blkio-weight-device", "auto:500"},
+// limitGroups are the limits the builder offers, in the CLI's names, in
+// groups that open where a lane uses one of theirs.
+var limitGroups = []limitGroup{
+	{"cpu", "CPU", []limitField{{"cpus", "0.5"}, {"cpu-shares", "1024"}, {"cpuset-cpus", "0,1"}, {"cpu-period", "100000"}, {"cpu-quota", "50000"}}},
+	{"memory", "Memory and pids", []limitField{{"memory", "64m"}, {"memory-swap", "128m"}, {"memory-reservation", "32m"}, {"pids-limit", "512"}}},
+	{"io", "Block IO", []limitField{{"device-read-bps", "auto:5mb"}, {"device-write-bps", "auto:5mb"}, {"device-read-iops", "auto:100"}, {"device-write-iops", "auto:5"},
+		{"blkio-weight", "500"}, {"blkio-weight-device", "auto:500"}}},
+}
+
+type limitGroup struct {
+	name, title string
+	fields      []limitField
+}
+
+type labGroup struct {
+	topic string
+	labs  []experiments.Lab
+}
+
+// labGroups are the labs by topic, in the topics' order.
+func labGroups(labs []experiments.Lab) []labGroup {
+	var out []labGroup
+	for _, t := range experiments.Topics {
+		g := labGroup{topic: t}
+		for _, l := range labs {
+			if l.Topic == t {
+				g.labs = append(g.labs, l)
+			}
+		}
+		if len(g.labs) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
 	runs := h.Runs.List("", 10)
-	templ.Handler(homePage(h.Runs.Host(), experiments.Labs(), runs, !h.joined(r))).ServeHTTP(w, r)
+	templ.Handler(homePage(h.Runs.Host(), experiments.Current(), runs, !h.joined(r))).ServeHTTP(w, r)
 }
 
 func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {

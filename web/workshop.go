@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -100,12 +101,23 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	if format == "" {
 		format = "json"
 	}
-	if _, ok := h.Runs.View(id); !ok {
+	v, ok := h.Runs.View(id)
+	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
 		return
 	}
 	name := "limitlab-" + id
 	switch format {
+	case "lab":
+		// The run's spec as a lab file for -labs, its lab's texts, verdict
+		// and steps with it where it ran one.
+		var from *experiments.Lab
+		if lab, ok := experiments.LabByID(v.Lab); ok {
+			from = &lab
+		}
+		lab := experiments.LabFile(experiments.LabID(v.Name, id[:min(6, len(id))]), v.Spec, from)
+		w.Header().Set("Content-Disposition", `attachment; filename="`+lab.ID+`.json"`)
+		writeJSON(w, http.StatusOK, lab)
 	case "json":
 		e, err := h.History.Export(id)
 		if err != nil {
@@ -121,7 +133,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("format %q: want json or csv", format)})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("format %q: want json, csv or lab", format)})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab"
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/labfiles"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
@@ -57,6 +58,7 @@ type config struct {
 	maxQueue     int
 	addressRuns  int
 	quotas       workshop.Quotas
+	labsDir      string
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -96,6 +98,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
+	fs.StringVar(&c.labsDir, "labs", "", "directory of extra lab files (the JSON of docs/labs.md), loaded at start and again whenever it changes")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -191,6 +194,16 @@ func run(ctx context.Context, args []string) error {
 	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
 		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
 
+	if cfg.labsDir != "" {
+		// Loaded before anything is served; reloaded until ctx ends.
+		lctx, stop := context.WithCancel(ctx)
+		labsDone, err := labfiles.Watch(lctx, cfg.labsDir, log)
+		if err != nil {
+			stop()
+			return fmt.Errorf("-labs: %w", err)
+		}
+		defer func() { stop(); <-labsDone }()
+	}
 	st, err := store.Open(cfg.dataDir, log)
 	if err != nil {
 		return err

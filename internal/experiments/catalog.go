@@ -277,3 +277,65 @@ func skip(dec *json.Decoder) bool {
 
 // Builtin lists the labs the binary carries.
 func Builtin() []Lab { return builtin }
+
+// LabFile is a run's spec as a lab file a facilitator can edit and load
+// with -labs: the lab it came from, if any, gives its texts, verdict and
+// steps; otherwise the texts say what to write. id is the new lab's.
+func LabFile(id string, spec Spec, from *Lab) Lab {
+	spec.Lab = ""
+	raw, _ := json.Marshal(spec)
+	l := Lab{ID: id, Title: spec.Name, Topic: topicOf(spec), Spec: raw,
+		Question: "What question does this lab answer?",
+		Before:   "What runs, and what to look for while it runs.",
+		After:    "What the measurements show, and why."}
+	if from != nil {
+		l.Title, l.Seed, l.Question, l.Before, l.After = from.Title, from.Seed, from.Question, from.Before, from.After
+		l.RequiresCPUs, l.Topic, l.Verdict, l.Steps = from.RequiresCPUs, from.Topic, from.Verdict, from.Steps
+	}
+	if strings.TrimSpace(l.Title) == "" {
+		l.Title = id
+	}
+	return l
+}
+
+// LabID makes a lab id from a name: lowercase letters and digits, the
+// rest dashes, with suffix after it.
+func LabID(name, suffix string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	s := strings.TrimSuffix(b.String(), "-")
+	if s == "" {
+		s = "lab"
+	}
+	return s + "-" + suffix
+}
+
+// topicOf guesses a spec's topic from what its lanes run and limit.
+func topicOf(spec Spec) string {
+	topic := "cpu"
+	for _, l := range spec.Lanes {
+		switch {
+		case l.Workload.Kind == KindHTTP || l.Workload.Kind == KindLoad:
+			return "services"
+		case l.Limits.DeviceReadBps != "" || l.Limits.DeviceWriteBps != "" || l.Limits.DeviceReadIOps != "" ||
+			l.Limits.DeviceWriteIOps != "" || l.Limits.BlkioWeight != "" || l.Limits.BlkioWeightDevice != "" ||
+			l.Workload.Kind == KindDiskWrite || l.Workload.Kind == KindDiskRead:
+			topic = "block-io"
+		case l.Limits.Memory != "" && topic == "cpu":
+			topic = "memory"
+		}
+	}
+	return topic
+}

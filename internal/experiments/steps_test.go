@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -128,4 +129,27 @@ func builtinJSON(t *testing.T, id string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestLabFileRoundTrips(t *testing.T) {
+	for _, l := range builtin {
+		out := LabFile(LabID(l.Title, "ab12cd"), l.LabSpec(), &l)
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, broken := ParseLabFile("export.json", b)
+		if broken != nil {
+			t.Fatalf("%s: the exported lab file is refused: %v\n%s", l.ID, broken, b)
+		}
+		if back.Title != l.Title || len(back.Steps) != len(l.Steps) || back.Topic != l.Topic || !strings.HasSuffix(back.ID, "-ab12cd") {
+			t.Errorf("%s: read back as %+v", l.ID, back)
+		}
+	}
+	spec := Spec{Name: "  My   disk test!", Lanes: []Lane{{Name: "w", Workload: Workload{Kind: KindDiskWrite, MB: 8}, Limits: Limits{DeviceWriteBps: "auto:5mb"}}}}
+	out := LabFile(LabID(spec.Name, "x1"), spec, nil)
+	b, _ := json.Marshal(out)
+	if back, broken := ParseLabFile("mine.json", b); broken != nil || back.ID != "my-disk-test-x1" || back.Topic != "block-io" {
+		t.Fatalf("custom spec's lab file: %+v %v", back, broken)
+	}
 }

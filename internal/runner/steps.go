@@ -35,6 +35,7 @@ type StepView struct {
 	Changed      bool                `json:"changed,omitempty"`
 	// Check is the step's check in words.
 	Check  string  `json:"check,omitempty"`
+	Metric string  `json:"metric,omitempty"`
 	State  string  `json:"state"`
 	Full   bool    `json:"full,omitempty"`  // the check has a full window
 	Holds  bool    `json:"holds,omitempty"` // and it holds
@@ -120,7 +121,7 @@ func (r *Run) stepViews() []StepView {
 			v.ChangeLimits = &limits
 		}
 		if c := rs.Check; c != nil {
-			v.Check = c.Text()
+			v.Check, v.Metric = c.Text(), c.Metric
 		}
 		out[k] = v
 	}
