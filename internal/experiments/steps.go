@@ -57,6 +57,9 @@ const DefaultCheckSeconds = 3
 // a lane that does not run has no periods, and is neither throttled nor not.
 const minCheckPeriods = 5
 
+// minOverSeconds is the least of an ended lane's samples a check judges.
+const minOverSeconds = 0.5
+
 // MaxSteps bounds a lab's steps.
 const MaxSteps = 20
 
@@ -158,8 +161,10 @@ func (r ResolvedStep) Made(applied Resources) bool {
 
 // Eval judges a check over a lane's samples taken at or after since: the
 // window is the last Seconds of them. It says whether the window is full
-// yet, the window's value, and whether it holds.
-func (c Check) Eval(samples []CoreSample, since float64) (full bool, value float64, holds bool) {
+// yet, the window's value, and whether it holds. A lane that is over and
+// ran for less than the window is judged on what it has, if that is at
+// least minOverSeconds.
+func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, value float64, holds bool) {
 	win := c.Seconds
 	if win == 0 {
 		win = DefaultCheckSeconds
@@ -182,7 +187,7 @@ func (c Check) Eval(samples []CoreSample, since float64) (full bool, value float
 	for _, s := range window {
 		covered += s.DT
 	}
-	if covered < win*0.9 {
+	if covered < win*0.9 && !(over && covered >= minOverSeconds) {
 		return false, 0, false
 	}
 	var sum, weight, periods, throttled float64

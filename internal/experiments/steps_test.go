@@ -27,19 +27,23 @@ func TestCheckEval(t *testing.T) {
 		since       float64
 		full, holds bool
 		value       float64
+		over        bool
 	}{
-		{"cores within", Check{Metric: CheckCores, Op: "within", Value: 0.5, Tolerance: 0.1}, half, 0, true, true, 0.5},
-		{"cores within, off", Check{Metric: CheckCores, Op: "within", Value: 1, Tolerance: 0.1}, half, 0, true, false, 0.5},
-		{"throttled above", Check{Metric: CheckThrottled, Op: ">", Value: 0.5}, half, 0, true, true, 0.8},
-		{"throttled below", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, half, 0, true, false, 0.8},
-		{"not enough since the step began", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 8.5, false, false, 0},
-		{"no samples since", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 11, false, false, 0},
-		{"a lane that does not run is not judged on throttling", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, idle, 0, false, false, 0},
-		{"the window is the last seconds", Check{Metric: CheckCores, Op: "within", Value: 0.25, Tolerance: 0.05}, late, 0, true, true, 0.25},
-		{"a longer window mixes both", Check{Metric: CheckCores, Op: "<", Value: 0.9, Seconds: 10}, late, 0, true, true, 0.625},
+		{"cores within", Check{Metric: CheckCores, Op: "within", Value: 0.5, Tolerance: 0.1}, half, 0, true, true, 0.5, false},
+		{"cores within, off", Check{Metric: CheckCores, Op: "within", Value: 1, Tolerance: 0.1}, half, 0, true, false, 0.5, false},
+		{"throttled above", Check{Metric: CheckThrottled, Op: ">", Value: 0.5}, half, 0, true, true, 0.8, false},
+		{"throttled below", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, half, 0, true, false, 0.8, false},
+		{"not enough since the step began", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 8.5, false, false, 0, false},
+		{"no samples since", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 11, false, false, 0, false},
+		{"a lane that does not run is not judged on throttling", Check{Metric: CheckThrottled, Op: "<", Value: 0.5}, idle, 0, false, false, 0, false},
+		{"the window is the last seconds", Check{Metric: CheckCores, Op: "within", Value: 0.25, Tolerance: 0.05}, late, 0, true, true, 0.25, false},
+		{"a longer window mixes both", Check{Metric: CheckCores, Op: "<", Value: 0.9, Seconds: 10}, late, 0, true, true, 0.625, false},
+		{"a lane shorter than the window is judged once it is over", Check{Metric: CheckCores, Op: "within", Value: 0.5, Tolerance: 0.1, Seconds: 20}, half, 0, true, true, 0.5, true},
+		{"but not while it runs", Check{Metric: CheckCores, Op: "within", Value: 0.5, Tolerance: 0.1, Seconds: 20}, half, 0, false, false, 0, false},
+		{"nor on too little of it", Check{Metric: CheckCores, Op: ">", Value: 0.1}, half, 9.8, false, false, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			full, value, holds := tc.check.Eval(tc.samples, tc.since)
+			full, value, holds := tc.check.Eval(tc.samples, tc.since, tc.over)
 			if full != tc.full || holds != tc.holds || (full && abs(value-tc.value) > 1e-9) {
 				t.Errorf("Eval = full %v, value %g, holds %v; want %v, %g, %v", full, value, holds, tc.full, tc.value, tc.holds)
 			}

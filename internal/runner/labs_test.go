@@ -38,6 +38,7 @@ func TestCPULabs(t *testing.T) {
 				}
 			}
 			enginetest.CheckVerdict(t, verdict)
+			checkSteps(t, v)
 			for _, l := range v.Lanes {
 				if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
 					t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
@@ -118,5 +119,22 @@ func TestLiveLimitChange(t *testing.T) {
 	// The prediction follows the change: a full CPU, then a quarter.
 	if p := v.Lanes[0].PredictedCores; p == nil || *p > 0.9 || *p < 0.25 {
 		t.Errorf("predicted cores %v after a change from 1 to 0.25", p)
+	}
+}
+
+// checkSteps asserts that a guided lab's steps were all ticked while it
+// ran, each after the one before it; on emulated CPUs it only logs them.
+func checkSteps(t *testing.T, v runner.RunView) {
+	t.Helper()
+	prev := 0.0
+	for _, s := range v.Steps {
+		t.Logf("step %d: %s, %s, value %.3f, done at %.1fs", s.Index+1, s.State, s.Check, s.Value, s.DoneAt)
+		if enginetest.EmulatedCPU() {
+			continue
+		}
+		if s.State != runner.StepDone || s.DoneAt < prev {
+			t.Errorf("step %d (%s): %s at %.1fs, value %.3f, after step %d at %.1fs", s.Index+1, s.Check, s.State, s.DoneAt, s.Value, s.Index, prev)
+		}
+		prev = s.DoneAt
 	}
 }

@@ -112,6 +112,7 @@ func TestGOMAXPROCSLab(t *testing.T) {
 		t.Fatalf("state %s: %s", v.State, v.Error)
 	}
 	enginetest.CheckVerdict(t, v.Verdict)
+	checkSteps(t, v)
 	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
 	for _, l := range v.Lanes {
 		switch l.Workload.Kind {

@@ -75,7 +75,8 @@ func (r *Run) advanceSteps(now float64) bool {
 			return moved // waiting for the participant's change
 		}
 		if rs.Check != nil {
-			full, value, holds := rs.Check.Eval(r.st.lanes[rs.CheckLane].samples, st.since)
+			lane := r.st.lanes[rs.CheckLane]
+			full, value, holds := rs.Check.Eval(lane.samples, st.since, lane.state.Over())
 			if full != st.full || holds != st.holds {
 				moved = true
 			}

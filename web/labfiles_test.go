@@ -1,0 +1,119 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/labfiles"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+const facilitatorLab = `{
+  "id": "half-a-cpu",
+  "title": "Half a CPU",
+  "topic": "cpu",
+  "question": "Does --cpus 0.5 hold a spinning thread to half a CPU?",
+  "steps": [
+    {"prompt": "Watch the spinner's cores.", "check": {"lane": "spinner", "metric": "cores", "op": "within", "value": 0.5, "tolerance": 0.2, "seconds": 1}}
+  ],
+  "spec": {"name": "half a CPU", "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.5"}}]}
+}`
+
+// TestFacilitatorLabs loads a directory of lab files as -labs does: the
+// good one is listed and runs with its steps, the broken one is listed
+// with its file, field and line; a run's spec exports as a lab file that
+// loads again.
+func TestFacilitatorLabs(t *testing.T) {
+	prev := experiments.Current()
+	t.Cleanup(func() { experiments.Install(prev) })
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "half.json"), []byte(facilitatorLab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(strings.Replace(facilitatorLab, `"half-a-cpu"`, `"broken-one"`, 1), `"cpus": "0.5"`, `"cpus": "half"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := labfiles.Watch(ctx, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	srv, _ := newServer(t)
+
+	var list struct {
+		Labs   []experiments.Lab
+		Broken []experiments.BrokenLab
+	}
+	getJSON(t, srv.URL+"/api/labs", &list)
+	if len(list.Broken) != 1 || list.Broken[0].File != "broken.json" || list.Broken[0].Field != "spec.lanes[0].cpus" || list.Broken[0].Line != 9 {
+		t.Errorf("broken labs %+v", list.Broken)
+	}
+	found := false
+	for _, l := range list.Labs {
+		found = found || (l.ID == "half-a-cpu" && l.File == "half.json" && len(l.Steps) == 1)
+	}
+	if !found {
+		t.Errorf("the facilitator's lab is not listed")
+	}
+	home := getPage(t, srv.URL+"/")
+	for _, want := range []string{`data-testid="topic-cpu"`, `data-testid="topic-block-io"`, `data-testid="lab-half-a-cpu"`, `broken.json:9: spec.lanes[0].cpus: `} {
+		if !strings.Contains(home, want) {
+			t.Errorf("the home page lacks %s", want)
+		}
+	}
+
+	status, body := postJSON(t, srv.URL+"/api/runs", `{"lab": "half-a-cpu"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("POST the facilitator's lab: %d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal(body, &created)
+	var v runner.RunView
+	enginetest.WaitFor(t, time.Minute, "the lab run to end", func() bool {
+		getJSON(t, srv.URL+"/api/runs/"+created.ID, &v)
+		return v.Ended
+	})
+	if v.State != runner.StateDone || len(v.Steps) != 1 || v.Steps[0].State != runner.StepDone {
+		t.Errorf("state %s, steps %+v", v.State, v.Steps)
+	}
+
+	res, err := testClient.Get(srv.URL + "/api/runs/" + created.ID + "/export?format=lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if cd := res.Header.Get("Content-Disposition"); res.StatusCode != http.StatusOK || !strings.Contains(cd, "half-a-cpu-") {
+		t.Fatalf("export as lab: %d %q", res.StatusCode, cd)
+	}
+	back, bad := experiments.ParseLabFile("exported.json", file)
+	if bad != nil {
+		t.Fatalf("the exported lab file does not load: %v\n%s", bad, file)
+	}
+	if back.Title != "Half a CPU" || len(back.Steps) != 1 || back.ID == "half-a-cpu" {
+		t.Errorf("exported lab %+v", back)
+	}
+}
+
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	res, err := testClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}

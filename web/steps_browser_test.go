@@ -1,0 +1,60 @@
+package web
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserWalksAGuidedLab runs noisy-neighbour-cpu from its lab page
+// and walks its steps in Chromium: each is ticked as its check holds, and
+// the third asks for a live change, made with its button.
+func TestBrowserWalksAGuidedLab(t *testing.T) {
+	srv, _ := newServer(t)
+	ctx := browser(t)
+	step := func(i string) string { return `[data-testid="step-` + i + `"]` }
+	done := func(i string) chromedp.Action[chromedp.Void] {
+		return void(chromedp.Poll[bool](`document.querySelector('`+step(i)+`').dataset.state === "done"`,
+			chromedp.WithPollingTimeout(time.Minute)))
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/labs/noisy-neighbour-cpu"),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="steps"]`)),
+		done("0"),
+		done("1"),
+		// The change's button is enabled once its step is the active one.
+		void(chromedp.Poll[bool](`!document.querySelector('[data-testid="make-change-2"]').disabled`,
+			chromedp.WithPollingTimeout(time.Minute))),
+		chromedp.Click(chromedp.CSS(`[data-testid="make-change-2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="change-row"]`)),
+		done("2"),
+		done("3"),
+	)
+	if err != nil {
+		states := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid^="step-"]')).map((s) => s.dataset.state + ": " + s.textContent)`))
+		t.Fatalf("%v\nsteps: %q", err, states)
+	}
+	change := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="change-row"]`)))
+	ticks := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#steps li.step.done').length`))
+	shot := run(t, ctx, chromedp.FullScreenshot(100))
+	if !strings.Contains(change, "burner 1") || !strings.Contains(change, "docker update --cpus 0.25") {
+		t.Errorf("change row %q", change)
+	}
+	if ticks != 4 {
+		t.Errorf("%d steps ticked, want 4", ticks)
+	}
+	if err := writeShot(t, "guided.png", shot); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeShot saves a screenshot where screenshotPath says.
+func writeShot(t *testing.T, name string, png []byte) error {
+	path := screenshotPath(t, name)
+	t.Logf("screenshot: %s", path)
+	return os.WriteFile(path, png, 0o644)
+}
