@@ -20,15 +20,22 @@ const metrics = [
     limit: (l) => l.cpu_limit || null, expected: (l) => l.expected_cores, digits: 2 },
   { key: "mem", title: "Memory (MiB, usage less inactive file cache)", get: (s) => s.mem / MiB,
     limit: (l) => (l.applied && l.applied.memory ? l.applied.memory / MiB : null), digits: 1 },
-  { key: "io-read", title: "Block IO read (MiB/s)", get: (s) => s.read_bps / MiB, digits: 2 },
-  { key: "io-write", title: "Block IO write (MiB/s)", get: (s) => s.write_bps / MiB, digits: 2 },
-  { key: "iops", title: "Block IO requests per second (cgroup: read + write)", get: (s) => s.read_iops + s.write_iops, digits: 0 },
+  { key: "io-read", title: "Block IO read (MiB/s; dashed: --device-read-bps)", get: (s) => s.read_bps / MiB,
+    limit: (l) => rate(l, "read_bps_device") / MiB || null, digits: 2, empty: "No block IO read: a disk-read lane would fill this chart." },
+  { key: "io-write", title: "Block IO write (MiB/s; dashed: --device-write-bps)", get: (s) => s.write_bps / MiB,
+    limit: (l) => rate(l, "write_bps_device") / MiB || null, digits: 2, empty: "No block IO written: a disk-write lane would fill this chart." },
+  { key: "iops", title: "Block IO requests per second (cgroup: read + write; dashed: --device-*-iops)", get: (s) => s.read_iops + s.write_iops,
+    limit: (l) => rate(l, "read_iops_device") + rate(l, "write_iops_device") || null, digits: 0,
+    empty: "No block IO requests: a disk-read or disk-write lane would fill this chart." },
   { key: "work-iops", title: "Disk workload: its own reads or writes per second", get: (s) => (s.iops == null ? null : s.iops),
     digits: 1, disk: true },
-  { key: "pids", title: "Pids", get: (s) => s.pids, digits: 0 },
-  { key: "throttled", title: "CFS throttled time (ms per second)", get: (s) => (s.dt > 0 ? s.throttled_ms / s.dt : 0), digits: 1 },
+  { key: "pids", title: "Pids (dashed: --pids-limit)", get: (s) => s.pids, limit: (l) => (l.applied && l.applied.pids_limit) || null,
+    digits: 0 },
+  { key: "throttled", title: "CFS throttled time (ms per second)", get: (s) => (s.dt > 0 ? s.throttled_ms / s.dt : 0), digits: 1,
+    empty: "No throttling: a lane under --cpus or --cpu-quota that uses all of its quota would fill this chart." },
   { key: "throttled-periods", title: "CFS periods throttled (%)",
-    get: (s) => (s.periods > 0 ? (100 * s.throttled_periods) / s.periods : 0), digits: 0 },
+    get: (s) => (s.periods > 0 ? (100 * s.throttled_periods) / s.periods : 0), digits: 0,
+    empty: "No period was throttled: a lane under --cpus or --cpu-quota that uses all of its quota would fill this chart." },
   { key: "pressure", title: "CPU pressure: time some task waited for a CPU (ms per second, cgroup v2)",
     get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, signal: "cpu_pressure" },
   { key: "memory-pressure", title: "Memory pressure: time some task waited for memory (ms per second, cgroup v2)",
@@ -39,6 +46,11 @@ const metrics = [
   { key: "latency", title: "Load: p99 latency of each interval (ms)", get: (s) => (s.latency_ms ? s.latency_ms.p99 : null),
     digits: 1, load: true },
 ];
+
+// rate is a lane's applied block IO throttle of one kind, 0 if none.
+function rate(l, key) {
+  return (l.applied && l.applied[key] && l.applied[key].rate) || 0;
+}
 
 let run = null;
 let charts = null;
@@ -102,6 +114,12 @@ function buildCharts() {
     png.setAttribute("data-testid", `png-${m.key}`);
     h.appendChild(png);
     box.appendChild(h);
+    // A chart whose every value is zero is folded to a line saying what
+    // would fill it, until something does.
+    const note = document.createElement("p");
+    note.className = "empty-note";
+    note.textContent = m.empty || "Nothing but zeros so far.";
+    box.appendChild(note);
     chartsEl.appendChild(box);
     const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];
     run.lanes.forEach((l, i) => {
@@ -191,6 +209,7 @@ function redraw() {
     charts.forEach((c) => {
       c.u.setData(c.data);
       c.box.dataset.nonzero = String(c.nonzero);
+      c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
     });
     chartsEl.dataset.points = String(xs.length);
   });

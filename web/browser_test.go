@@ -109,8 +109,15 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	// cgroup, with the other version's file beside it.
 	kernel := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table[data-lane="512m, reservation 128m"] tr[data-flag="--memory"]')).map((r) => r.dataset.file + " " + r.dataset.holds + " " + r.textContent)`))
 	pressureCharts := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid$="pressure"]').length`))
+	empty := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.chart.empty')).map((c) => c.dataset.testid + ": " + c.querySelector('.empty-note').textContent)`))
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 
+	// memory-oom does no block IO: its IO charts are folded to a line
+	// saying what would fill them; its CPU and memory charts are drawn.
+	folded := strings.Join(empty, "\n")
+	if !strings.Contains(folded, "chart-io-write: No block IO written: a disk-write lane") || strings.Contains(folded, "chart-cpu") || strings.Contains(folded, "chart-mem:") {
+		t.Errorf("folded charts: %q", empty)
+	}
 	if n, _ := strconv.Atoi(points.Value); n < 4 {
 		t.Errorf("charts hold %q points", points.Value)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/go-chi/chi/v5"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 

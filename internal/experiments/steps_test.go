@@ -17,8 +17,8 @@ func evenSamples(t0, dt float64, n int, cores, periods, throttled float64) []Cor
 }
 
 func TestCheckEval(t *testing.T) {
-	half := evenSamples(0, 0.25, 40, 0.5, 2.5, 2)   // 10 s at half a CPU, throttled in 80%
-	idle := evenSamples(0, 0.25, 40, 0, 0, 0)       // a lane that does not run
+	half := evenSamples(0, 0.25, 40, 0.5, 2.5, 2) // 10 s at half a CPU, throttled in 80%
+	idle := evenSamples(0, 0.25, 40, 0, 0, 0)     // a lane that does not run
 	late := append(evenSamples(0, 0.25, 20, 1, 2.5, 0), evenSamples(5, 0.25, 20, 0.25, 2.5, 2.5)...)
 	for _, tc := range []struct {
 		name        string

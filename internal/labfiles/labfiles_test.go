@@ -70,7 +70,10 @@ func TestWatchLoadsAndReloads(t *testing.T) {
 
 	// Mended, added, then removed: each change is seen.
 	write(t, dir, "broken.json", strings.Replace(lab, "ID", "mended", 1))
-	waitFor(t, "the mended lab", func() bool { _, ok := experiments.LabByID("mended"); return ok && len(experiments.Current().Broken()) == 0 })
+	waitFor(t, "the mended lab", func() bool {
+		_, ok := experiments.LabByID("mended")
+		return ok && len(experiments.Current().Broken()) == 0
+	})
 	write(t, dir, "one.json", strings.Replace(strings.Replace(lab, "ID", "one", 1), "A facilitator's lab", "Renamed", 1))
 	waitFor(t, "the new title", func() bool { l, _ := experiments.LabByID("one"); return l.Title == "Renamed" })
 	if err := os.Remove(filepath.Join(dir, "one.json")); err != nil {
