@@ -16,6 +16,7 @@ type rawSpec struct {
 	Name     string            `json:"name"`
 	Mode     Mode              `json:"mode"`
 	Duration Value             `json:"duration"`
+	Repeat   int               `json:"repeat"`
 	Lanes    []json.RawMessage `json:"lanes"`
 }
 
@@ -36,7 +37,9 @@ func Parse(data []byte) (Spec, Errors) {
 		// A lab's lanes are the lab; changed lanes are a new experiment.
 		return Spec{}, Errors{{Lane: -1, Field: "lab", Message: "give either a lab or lanes, not both"}}
 	}
-	return lab.LabSpec(), nil
+	spec := lab.LabSpec()
+	spec.Repeat = raw.Repeat
+	return spec, nil
 }
 
 // parseCustom parses a spec that must not name a lab: a lab's own.
@@ -66,7 +69,7 @@ func lanesOf(raw rawSpec, errs Errors) (Spec, Errors) {
 		// the lane cap, not by the body's size.
 		return Spec{}, Errors{{Lane: -1, Field: "lanes", Message: fmt.Sprintf("want 1 to %d lanes, got %d", MaxLanes, len(raw.Lanes))}}
 	}
-	spec := Spec{Name: raw.Name, Mode: raw.Mode, Duration: string(raw.Duration)}
+	spec := Spec{Name: raw.Name, Mode: raw.Mode, Duration: string(raw.Duration), Repeat: raw.Repeat}
 	for i, l := range raw.Lanes {
 		var lane Lane
 		if err := strictDecode(l, &lane); err != nil {

@@ -39,7 +39,9 @@ type Spec struct {
 	Name     string `json:"name"`
 	Mode     Mode   `json:"mode"`
 	Duration string `json:"duration,omitempty"`
-	Lanes    []Lane `json:"lanes"`
+	// Repeat runs the spec this many times, a series (1 if 0).
+	Repeat int    `json:"repeat,omitempty"`
+	Lanes  []Lane `json:"lanes"`
 }
 
 // Lane is one container: a workload under limits.

@@ -157,3 +157,56 @@ func TestLabFileRoundTrips(t *testing.T) {
 		t.Fatalf("custom spec's lab file: %+v %v", back, broken)
 	}
 }
+
+func TestWelch(t *testing.T) {
+	// Welch's own kind of example: two samples of 15 with unequal spread;
+	// the figures were worked out by hand (Welch–Satterthwaite df, and the
+	// t distribution's tail integrated numerically).
+	a := []float64{27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4}
+	b := []float64{27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4}
+	tv, df, p, ok := Welch(a, b)
+	if !ok || abs(tv+2.4554) > 1e-3 || abs(df-24.9885) > 1e-3 || abs(p-0.02138) > 1e-4 {
+		t.Errorf("Welch = t %.4f, df %.4f, p %.5f, %v; want -2.4554, 24.9885, 0.02138", tv, df, p, ok)
+	}
+	if _, _, _, ok := Welch([]float64{1}, b); ok {
+		t.Error("one value is no sample")
+	}
+	if _, _, _, ok := Welch([]float64{2, 2}, []float64{3, 3}); ok {
+		t.Error("no spread at all cannot be tested")
+	}
+	lanes := []SeriesLane{{Name: "a", Values: a, Stats: Summarize(a)}, {Name: "b", Values: b, Stats: Summarize(b)}, {Name: "a again", Values: a, Stats: Summarize(a)}}
+	cs := Compare(lanes, "s")
+	if len(cs) != 2 || !cs[0].Differ || cs[1].Differ || !strings.Contains(cs[0].Text, "differs from a beyond the noise") {
+		t.Errorf("comparisons %+v", cs)
+	}
+	if s := Summarize([]float64{1, 2, 3, 4}); s.N != 4 || s.Mean != 2.5 || abs(s.SD-1.2910) > 1e-4 || s.Min != 1 || s.Max != 4 {
+		t.Errorf("Summarize = %+v", s)
+	}
+}
+
+func TestRoundPlanAlternatesSequentialOrder(t *testing.T) {
+	p := Plan{Mode: Sequential, Groups: [][]int{{0}, {1, 2}, {3}}}
+	if g := RoundPlan(p, 1).Groups; g[0][0] != 3 || g[2][0] != 0 || p.Groups[0][0] != 0 {
+		t.Errorf("round 1 groups %v (plan's %v)", g, p.Groups)
+	}
+	if g := RoundPlan(p, 2).Groups; g[0][0] != 0 {
+		t.Errorf("round 2 groups %v", g)
+	}
+	p.Mode = Parallel
+	if g := RoundPlan(p, 1).Groups; g[0][0] != 0 {
+		t.Errorf("parallel round 1 groups %v", g)
+	}
+}
+
+func TestJudgeRepeats(t *testing.T) {
+	v := func(pass bool, m ...float64) *Verdict {
+		return &Verdict{Judged: true, Pass: pass, Metric: MetricWallTime, Predicted: []float64{1, 2}, Measured: m, Tolerance: 0.1}
+	}
+	j := JudgeRepeats([]*Verdict{v(true, 1, 2.1), v(false, 1, 2.3), v(true, 1, 1.9), {Judged: false}})
+	if j == nil || !j.Judged || !j.Pass || abs(j.Measured[1]-2.1) > 1e-9 || !strings.Contains(j.Explanation, "passed in 2 of 3") {
+		t.Errorf("JudgeRepeats = %+v", j)
+	}
+	if JudgeRepeats([]*Verdict{nil, {Judged: false}}) != nil {
+		t.Error("nothing judged, yet a verdict")
+	}
+}

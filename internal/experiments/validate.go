@@ -100,6 +100,7 @@ type Plan struct {
 	Lab      string       // the lab's id, if the spec is a lab's
 	Verdict  *VerdictSpec // how to judge the run; nil: the default
 	Steps    []Step       // a guided lab's steps
+	Repeat   int          // runs in the series, 1 for one run
 	Name     string
 	Mode     Mode
 	Duration time.Duration
@@ -126,7 +127,10 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 	add := func(lane int, field, format string, args ...any) {
 		errs = append(errs, FieldError{Lane: lane, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	plan := Plan{Name: strings.TrimSpace(spec.Name), Mode: spec.Mode, Duration: DefaultDuration}
+	plan := Plan{Name: strings.TrimSpace(spec.Name), Mode: spec.Mode, Duration: DefaultDuration, Repeat: max(spec.Repeat, 1)}
+	if spec.Repeat < 0 || spec.Repeat > MaxRepeat {
+		add(-1, "repeat", "want 1 to %d runs, got %d", MaxRepeat, spec.Repeat)
+	}
 	if plan.Name == "" {
 		plan.Name = "experiment"
 	}

@@ -95,6 +95,7 @@ type Run struct {
 	interval    time.Duration
 	bounds      []float64 // the plan's phase bounds
 	steps       []experiments.ResolvedStep
+	series      *Series // set before the run is shared; nil for a run alone
 	hub         *hub.Hub
 	done        chan struct{}
 
@@ -120,6 +121,18 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 	r.initSteps()
 	return r
 }
+
+// Series places a run among the repeats of one spec: the series' id (its
+// first run's), the run's index from 0, and every run's id in order.
+type Series struct {
+	ID    string   `json:"id"`
+	Index int      `json:"index"`
+	Runs  []string `json:"runs"`
+}
+
+// InSeries makes the run one of a series; it is called before the run is
+// announced or shared.
+func (r *Run) InSeries(s Series) { r.series = &s }
 
 // ID is the run's id.
 func (r *Run) ID() string { return r.id }

@@ -135,6 +135,8 @@ type RunView struct {
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	// Series is the run's place among a spec's repeats.
+	Series *Series `json:"series,omitempty"`
 	// Steps are a guided lab's steps and where each is.
 	Steps []StepView `json:"steps,omitempty"`
 }
@@ -149,7 +151,7 @@ func (r *Run) viewLocked() RunView {
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
-		Steps: r.stepViews(),
+		Steps: r.stepViews(), Series: r.series,
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()

@@ -75,7 +75,13 @@ type entry struct {
 	run     *runner.Run
 	address string // the client's address, "" if not known
 	ask     ask
-	expiry  *time.Timer
+	expiry  *time.Timer // nil for a series' later runs: they wait for the one before
+	// rest are the later runs of its series, which run on the host it
+	// holds, one after another, without queueing again.
+	rest []*entry
+	// follows: a series' later run that has not started; the quotas count
+	// its series once, by the run that holds the host.
+	follows bool
 }
 
 // Manager queues, runs and remembers experiments.

@@ -37,6 +37,9 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 		}
 	}
 	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.opts.Host.NCPU)}
+	if plan.Repeat > 1 {
+		e.rest = newSeries(m.env, e, spec, plan, participant)
+	}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
@@ -46,12 +49,17 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 		m.mu.Unlock()
 		return nil, err
 	}
-	m.runs[e.run.ID()] = e
-	m.order = append(m.order, e)
+	for _, s := range append([]*entry{e}, e.rest...) {
+		m.runs[s.run.ID()] = s
+		m.order = append(m.order, s)
+	}
 	m.queue.Push(participant, address, e)
 	e.expiry = time.AfterFunc(m.opts.MaxWait, func() { m.expire(e) })
 	m.mu.Unlock()
 
+	for _, s := range e.rest {
+		s.run.Announce()
+	}
 	e.run.Announce()
 	m.schedule()
 	return e.run, nil
@@ -68,7 +76,7 @@ func (m *Manager) admitLocked(e *entry, participant string) error {
 	var used ask
 	fromAddress := 0
 	for _, o := range m.order {
-		if o.run.Ended() {
+		if o.follows || o.run.Ended() {
 			continue
 		}
 		if o.run.Participant() == participant {
@@ -127,8 +135,13 @@ func (m *Manager) launchLocked(e *entry) {
 	go func() {
 		defer m.wg.Done()
 		e.run.Execute(m.ctx)
+		next := m.nextInSeries(e)
 		m.mu.Lock()
 		delete(m.running, e)
+		if next != nil {
+			m.running[next] = true
+			m.launchLocked(next)
+		}
 		m.mu.Unlock()
 		m.forget(e)
 		m.schedule()
@@ -150,9 +163,12 @@ func (m *Manager) expire(e *entry) {
 
 // endQueued ends a run that never started.
 func (m *Manager) endQueued(e *entry, s runner.State, why string) {
-	e.expiry.Stop()
+	if e.expiry != nil {
+		e.expiry.Stop()
+	}
 	e.run.EndQueued(s, why)
 	m.forget(e)
+	m.endSeries(e.rest, "an earlier run of its series never started, so this one did not either")
 }
 
 // Stop asks a run to stop: a queued run leaves the queue; a running run's
@@ -162,7 +178,16 @@ func (m *Manager) Stop(id string) error {
 	m.mu.Lock()
 	e, ok := m.runs[id]
 	removed := ok && m.queue.Remove(e)
+	waiting := ok && e.follows // a series' later run, not started
+	if waiting {
+		e.follows = false
+	}
 	m.mu.Unlock()
+	if waiting {
+		e.run.EndQueued(runner.StateStopped, "stopped while it waited for the runs of its series before it; nothing was started")
+		m.forget(e)
+		return nil
+	}
 	if !ok {
 		if _, stored := m.View(id); stored {
 			return nil // already ended

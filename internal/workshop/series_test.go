@@ -1,0 +1,98 @@
+package workshop_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+const seriesSpec = `{"name": "series", "mode": "sequential", "duration": "10s", "repeat": 3,
+	"lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}}, {"name": "b", "workload": {"kind": "spin", "seconds": 1}}]}`
+
+// TestFakeSeriesHoldsTheHost: a series' runs go one after another on the
+// host its first run won, another participant's run waiting until the
+// series is over; the quotas count the series once.
+func TestFakeSeriesHoldsTheHost(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 20 * time.Millisecond
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
+	first, err := fakeSubmit(t, m, "ann", seriesSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := mustSubmit(t, m, "bob")
+	if _, err := fakeSubmit(t, m, "ann", fakeSpec); err == nil {
+		t.Fatal("ann's second submission passed her quota of one")
+	}
+	s := first.View().Series
+	if s == nil || len(s.Runs) != 3 || s.Index != 0 || s.ID != first.ID() {
+		t.Fatalf("series %+v", s)
+	}
+	var views []runner.RunView
+	for _, id := range s.Runs {
+		v := waitEnded(t, m, id)
+		if v.State != runner.StateDone || v.Series == nil || v.Series.Runs[v.Series.Index] != id {
+			t.Fatalf("run %s: %s %s, series %+v", id, v.State, v.Error, v.Series)
+		}
+		views = append(views, v)
+	}
+	b := ended(t, bob)
+	for k := 1; k < 3; k++ {
+		if !views[k].StartedAt.After(views[k-1].StartedAt) {
+			t.Errorf("run %d started %v, before run %d at %v", k+1, views[k].StartedAt, k, views[k-1].StartedAt)
+		}
+	}
+	if !b.StartedAt.After(views[2].StartedAt) {
+		t.Errorf("bob's run started at %v, within ann's series (its last run at %v)", b.StartedAt, views[2].StartedAt)
+	}
+	// The sequential lanes alternate their order: b before a in run 2.
+	if a, bb := views[1].Lanes[0].StartedAt, views[1].Lanes[1].StartedAt; !(bb < a) {
+		t.Errorf("run 2: lane a at %.3f, b at %.3f; want b first", a, bb)
+	}
+}
+
+// TestFakeSeriesStopsWhereItFails: stopping a later run while it waits
+// takes it alone out; stopping the running one ends the rest.
+func TestFakeSeriesStops(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1})
+	first, err := fakeSubmit(t, m, "ann", strings.Replace(seriesSpec, `"repeat": 3`, `"repeat": 4`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := first.View().Series.Runs
+	if err := m.Stop(runs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if v := waitEnded(t, m, runs[2]); v.State != runner.StateStopped || !strings.Contains(v.Error, "waited for the runs of its series") {
+		t.Errorf("run 3: %s %q", v.State, v.Error)
+	}
+	if err := m.Stop(runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{runs[1], runs[3]} {
+		if v := waitEnded(t, m, id); v.State != runner.StateStopped || !strings.Contains(v.Error, "run 1 of its series ended stopped") || !v.StartedAt.IsZero() {
+			t.Errorf("run %s: %s %q, started %v", id, v.State, v.Error, v.StartedAt)
+		}
+	}
+}
+
+func waitEnded(t *testing.T, m *workshop.Manager, id string) runner.RunView {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v, ok := m.View(id); ok && v.Ended {
+			return v
+		}
+		if time.Now().After(deadline) {
+			v, _ := m.View(id)
+			t.Fatalf("run %s did not end: %+v", id, v)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
