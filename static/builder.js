@@ -54,6 +54,7 @@ function load(spec) {
   form.elements.name.value = spec.name || "";
   form.elements.mode.value = spec.mode || "parallel";
   form.elements.duration.value = spec.duration || "60s";
+  form.elements.repeat.value = spec.repeat || 1;
   lanesEl.replaceChildren();
   (spec.lanes || []).forEach(addLane);
   clearErrors();
@@ -66,6 +67,8 @@ function readSpec() {
     duration: form.elements.duration.value,
     lanes: [],
   };
+  const repeat = Number(form.elements.repeat.value);
+  if (repeat !== 1) spec.repeat = Number.isFinite(repeat) ? repeat : form.elements.repeat.value;
   lanesEl.querySelectorAll("fieldset.lane").forEach((fs) => {
     const lane = { name: "", workload: {}, limits: {} };
     const kind = fs.querySelector('[data-field="workload.kind"]').value;

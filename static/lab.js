@@ -12,7 +12,8 @@ paintSwatches();
 button.addEventListener("click", async () => {
   button.disabled = true;
   errors.replaceChildren();
-  const res = await send("/api/runs", { body: { lab: root.dataset.labId } });
+  const repeat = Number(document.getElementById("repeat").value) || 1;
+  const res = await send("/api/runs", { body: repeat > 1 ? { lab: root.dataset.labId, repeat } : { lab: root.dataset.labId } });
   button.disabled = false;
   if (res.ok) {
     location.href = `/runs/${res.body.id}`;

@@ -139,6 +139,15 @@ func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+func (h *handlers) apiSeries(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.Runs.Series(chi.URLParam(r, "id"))
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such series: a series is named by its first run's id"})
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
 func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if !h.mayControl(r, id) {

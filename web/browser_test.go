@@ -159,6 +159,7 @@ func TestBrowserShowsFieldErrors(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(lane0+`input[data-field="cpus"]`)),
 		chromedp.SetValue(chromedp.CSS(lane0+`input[data-field="cpus"]`), "99"),
 		chromedp.SetValue(chromedp.CSS(lane0+`input[data-field="memory"]`), "1k"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid="repeat"]`), "11"),
 		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#run-errors li`)),
 	)
@@ -167,13 +168,13 @@ func TestBrowserShowsFieldErrors(t *testing.T) {
 	}
 	summary := run(t, ctx, chromedp.Text(chromedp.CSS(`#run-errors`)))
 	invalid := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('fieldset.lane[data-lane="0"] input.invalid').length`))
-	for _, want := range []string{"lane 1 · cpus: Range of CPUs", "lane 1 · memory: Minimum memory limit allowed is 6MB"} {
+	for _, want := range []string{"lane 1 · cpus: Range of CPUs", "lane 1 · memory: Minimum memory limit allowed is 6MB", "repeat: want 1 to 10 runs, got 11"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("error summary %q lacks %q", summary, want)
 		}
 	}
 	if invalid != 2 {
-		t.Errorf("%d inputs marked invalid, want 2", invalid)
+		t.Errorf("%d inputs of the lane marked invalid, want 2", invalid)
 	}
 }
 

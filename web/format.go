@@ -194,3 +194,15 @@ func stepValue(s runner.StepView) string {
 	}
 	return fmt.Sprintf("(now %.3g)", s.Value)
 }
+
+// f3 is a figure to three significant digits.
+func f3(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+// values are a lane's figures run by run.
+func values(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f3(x)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -125,6 +125,15 @@ func (h *handlers) historyPage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(historyPage(h.Runs.List(lab, 200), experiments.Labs(), lab)).ServeHTTP(w, r)
 }
 
+func (h *handlers) seriesPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.Runs.Series(chi.URLParam(r, "id"))
+	if !ok {
+		http.Error(w, "no such series: a series is named by its first run's id", http.StatusNotFound)
+		return
+	}
+	templ.Handler(seriesPage(s)).ServeHTTP(w, r)
+}
+
 func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a, okA := h.Runs.View(q.Get("a"))

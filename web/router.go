@@ -45,6 +45,8 @@ type Runs interface {
 	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
 	// Feed is a run's live stream: its history, then each new message.
 	Feed(id string) (*hub.Hub, bool)
+	// Series is a spec's repeats, by its first run's id.
+	Series(id string) (workshop.SeriesView, bool)
 }
 
 // History is what the handlers need of the archive: runs as files.
@@ -130,6 +132,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Get("/labs/{id}", h.labPage)
 		r.Get("/runs/{id}", h.runPage)
 		r.Get("/runs/{id}/results", h.resultsFragment)
+		r.Get("/series/{id}", h.seriesPage)
 		r.Get("/runs", h.historyPage)
 		r.Get("/compare", h.comparePage)
 		r.Get("/live", h.livePage)
@@ -142,6 +145,7 @@ func NewRouter(d Deps) http.Handler {
 			r.Get("/runs", h.apiListRuns)
 			r.With(h.mustJoin).Post("/runs", h.apiCreateRun)
 			r.Get("/runs/{id}", h.apiGetRun)
+			r.Get("/series/{id}", h.apiSeries)
 			r.With(h.mustJoin).Post("/runs/{id}/stop", h.apiStopRun)
 			r.With(h.mustJoin).Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
 			r.Get("/runs/{id}/export", h.apiExport)

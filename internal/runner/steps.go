@@ -108,14 +108,27 @@ func (r *Run) stepChanged(lane int, applied experiments.Resources, at float64) {
 
 // stepViews are the steps for the view. r.mu is held.
 func (r *Run) stepViews() []StepView {
-	if len(r.steps) == 0 {
+	out := viewsOf(r.steps)
+	for k := range out {
+		st := r.st.steps[k]
+		out[k].Changed, out[k].State, out[k].Full, out[k].Holds, out[k].Value, out[k].DoneAt = st.changed, st.state, st.full, st.holds, st.value, st.doneAt
+	}
+	return out
+}
+
+// StepViews are a plan's steps as a run that has not begun them shows
+// them: the texts from the lab, every step waiting.
+func StepViews(plan experiments.Plan) []StepView {
+	return viewsOf(experiments.ResolveSteps(plan.Steps, plan))
+}
+
+func viewsOf(steps []experiments.ResolvedStep) []StepView {
+	if len(steps) == 0 {
 		return nil
 	}
-	out := make([]StepView, len(r.steps))
-	for k, rs := range r.steps {
-		st := r.st.steps[k]
-		v := StepView{Index: k, Prompt: rs.Prompt, Hint: rs.Hint, ChangeLane: rs.ChangeLane, Changed: st.changed,
-			State: st.state, Full: st.full, Holds: st.holds, Value: st.value, DoneAt: st.doneAt}
+	out := make([]StepView, len(steps))
+	for k, rs := range steps {
+		v := StepView{Index: k, Prompt: rs.Prompt, Hint: rs.Hint, ChangeLane: rs.ChangeLane, State: StepWaiting}
 		if c := rs.Change; c != nil {
 			v.Change = c.Text()
 			limits := c.Limits

@@ -234,6 +234,10 @@ func TestFakeImportChecks(t *testing.T) {
 		e.Run.Lanes[0].DockerRun = "docker run --privileged -v /:/host limitlab-workload md5"
 		e.Run.CreatedAt = time.Now().Add(100 * 24 * time.Hour)
 		e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[{"lane":0,"t":1,"cpu":0.5,"evil":"<script>"}]}`))
+		// Steps the run's spec does not have, and a series of runs this
+		// server never made.
+		e.Run.Steps = []runner.StepView{{Prompt: "<script>alert(1)</script>", State: "hacked", Value: 7}}
+		e.Run.Series = &runner.Series{ID: "../../admin", Runs: []string{"x"}}
 	})
 	id, err := m.Archive().Import(planted)
 	if err != nil {
@@ -242,6 +246,9 @@ func TestFakeImportChecks(t *testing.T) {
 	v, _ := m.View(id)
 	if l := v.Lanes[0]; strings.Contains(l.DockerRun, "privileged") || !strings.Contains(l.DockerRun, "--cpus 0.5") {
 		t.Errorf("docker run taken from the file: %q", l.DockerRun)
+	}
+	if v.Steps != nil || v.Series != nil {
+		t.Errorf("steps %+v and series %+v taken from the file", v.Steps, v.Series)
 	}
 	if v.CreatedAt.After(time.Now()) {
 		t.Errorf("created at %s, in the future", v.CreatedAt)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -139,6 +140,25 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 		}
 	}
 	v.Missing = missing
+	// A series is this server's own: an imported run stands alone. Its
+	// steps are the lab's here, with only where each stood taken from
+	// the file.
+	v.Series = nil
+	steps := runner.StepViews(plan)
+	if len(v.Steps) == len(steps) {
+		for k, s := range v.Steps {
+			switch s.State {
+			case runner.StepWaiting, runner.StepActive, runner.StepDone:
+				steps[k].State = s.State
+			}
+			if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {
+				steps[k].Value = s.Value
+			}
+			steps[k].Changed, steps[k].Full, steps[k].Holds = s.Changed, s.Full, s.Holds
+			steps[k].DoneAt = min(max(s.DoneAt, 0), plan.Duration.Seconds())
+		}
+	}
+	v.Steps = steps
 	for i := range v.Lanes {
 		if err := cleanLane(&v.Lanes[i], i, plan); err != nil {
 			return fmt.Errorf("lane %d: %w", i, err)

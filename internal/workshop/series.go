@@ -1,7 +1,9 @@
 package workshop
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -58,4 +60,82 @@ func (m *Manager) endSeries(rest []*entry, why string) {
 		}
 		m.forget(e)
 	}
+}
+
+// SeriesView is what a series' runs measured, lane by lane, and whether
+// the lanes differ beyond the noise between the runs.
+type SeriesView struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Lab  string `json:"lab,omitempty"`
+	// Runs are the series' runs in order, as they are now.
+	Runs []SeriesRun `json:"runs"`
+	// Quantity is what is compared: each lane's wall time where the lanes
+	// run one after another, its CPU in cores where they run together.
+	Quantity    string                   `json:"quantity"`
+	Unit        string                   `json:"unit"`
+	Done        int                      `json:"done"` // runs that ran to their end, the ones counted
+	Lanes       []experiments.SeriesLane `json:"lanes"`
+	Comparisons []experiments.Comparison `json:"comparisons"`
+	// Verdict is the lab's, over the runs' measurements.
+	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+}
+
+// SeriesRun is one run of a series.
+type SeriesRun struct {
+	ID    string       `json:"id"`
+	State runner.State `json:"state"`
+	Order []string     `json:"order"` // the lanes in the order they ran
+}
+
+// Series is the series with the given id, as its runs are now.
+func (m *Manager) Series(id string) (SeriesView, bool) {
+	first, ok := m.View(id)
+	if !ok || first.Series == nil || first.Series.ID != id {
+		return SeriesView{}, false
+	}
+	sv := SeriesView{ID: id, Name: first.Name, Lab: first.Lab, Quantity: "CPU", Unit: "cores"}
+	if first.Mode == experiments.Sequential {
+		sv.Quantity, sv.Unit = "wall time", "s"
+	}
+	for _, l := range first.Lanes {
+		sv.Lanes = append(sv.Lanes, experiments.SeriesLane{Name: l.Name})
+	}
+	var verdicts []*experiments.Verdict
+	for _, rid := range first.Series.Runs {
+		v, ok := m.View(rid)
+		if !ok {
+			continue
+		}
+		sv.Runs = append(sv.Runs, SeriesRun{ID: rid, State: v.State, Order: laneOrder(v)})
+		if v.State != runner.StateDone || len(v.Lanes) != len(sv.Lanes) {
+			continue
+		}
+		sv.Done++
+		verdicts = append(verdicts, v.Verdict)
+		for i, l := range v.Lanes {
+			x := l.MeasuredCores
+			if sv.Unit == "s" {
+				x = l.WallSeconds
+			}
+			sv.Lanes[i].Values = append(sv.Lanes[i].Values, x)
+		}
+	}
+	for i := range sv.Lanes {
+		sv.Lanes[i].Stats = experiments.Summarize(sv.Lanes[i].Values)
+	}
+	sv.Comparisons = experiments.Compare(sv.Lanes, sv.Unit)
+	sv.Verdict = experiments.JudgeRepeats(verdicts)
+	return sv, true
+}
+
+// laneOrder is the lanes of a run by the time each started.
+func laneOrder(v runner.RunView) []string {
+	lanes := slices.Clone(v.Lanes)
+	slices.SortStableFunc(lanes, func(a, b runner.LaneResult) int { return cmp.Compare(a.StartedAt, b.StartedAt) })
+	names := make([]string, len(lanes))
+	for i, l := range lanes {
+		names[i] = l.Name
+	}
+	return names
 }

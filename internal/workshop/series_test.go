@@ -49,6 +49,16 @@ func TestFakeSeriesHoldsTheHost(t *testing.T) {
 	if !b.StartedAt.After(views[2].StartedAt) {
 		t.Errorf("bob's run started at %v, within ann's series (its last run at %v)", b.StartedAt, views[2].StartedAt)
 	}
+	sv, ok := m.Series(first.ID())
+	if !ok || sv.Done != 3 || sv.Unit != "s" || len(sv.Lanes) != 2 || sv.Lanes[0].Stats.N != 3 || len(sv.Comparisons) != 1 {
+		t.Fatalf("series view %+v", sv)
+	}
+	if o := sv.Runs[1].Order; len(o) != 2 || o[0] != "b" {
+		t.Errorf("run 2 ran its lanes in the order %v, want b first", o)
+	}
+	if _, ok := m.Series(s.Runs[1]); ok {
+		t.Error("a later run's id names a series")
+	}
 	// The sequential lanes alternate their order: b before a in run 2.
 	if a, bb := views[1].Lanes[0].StartedAt, views[1].Lanes[1].StartedAt; !(bb < a) {
 		t.Errorf("run 2: lane a at %.3f, b at %.3f; want b first", a, bb)
