@@ -87,9 +87,9 @@ type Comparison struct {
 	T        float64 `json:"t"`
 	DF       float64 `json:"df"`
 	P        float64 `json:"p"`
-	Computed      bool   `json:"computed"` // false: too few runs, or no noise at all
-	Differ        bool   `json:"differ"`   // beyond the noise: P < Significance
-	Text          string `json:"text"`
+	Computed bool    `json:"computed"` // false: too few runs, or no noise at all
+	Differ   bool    `json:"differ"`   // beyond the noise: P < Significance
+	Text     string  `json:"text"`
 }
 
 // Compare sets every lane against the first, with Welch's t-test.
