@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/labfiles"
@@ -34,24 +35,8 @@ const facilitatorLab = `{
 // with its file, field and line; a run's spec exports as a lab file that
 // loads again.
 func TestFacilitatorLabs(t *testing.T) {
-	prev := experiments.Current()
-	t.Cleanup(func() { experiments.Install(prev) })
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "half.json"), []byte(facilitatorLab), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	broken := strings.Replace(strings.Replace(facilitatorLab, `"half-a-cpu"`, `"broken-one"`, 1), `"cpus": "0.5"`, `"cpus": "half"`, 1)
-	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done, err := labfiles.Watch(ctx, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); <-done })
+	facilitatorDir(t)
 	srv, _ := newServer(t)
-
 	var list struct {
 		Labs   []experiments.Lab
 		Broken []experiments.BrokenLab
@@ -116,4 +101,63 @@ func getPage(t *testing.T, url string) string {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
+}
+
+// facilitatorDir loads a directory of a good and a broken lab file as -labs
+// does, until the test ends.
+func facilitatorDir(t *testing.T) {
+	t.Helper()
+	prev := experiments.Current()
+	t.Cleanup(func() { experiments.Install(prev) })
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "half.json"), []byte(facilitatorLab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(strings.Replace(facilitatorLab, `"half-a-cpu"`, `"broken-one"`, 1), `"cpus": "0.5"`, `"cpus": "half"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := labfiles.Watch(ctx, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestBrowserFacilitatorLab: in Chromium, a facilitator's lab is listed
+// under its topic beside the broken file's error, runs from its page with
+// its step ticked, and its run's page offers the run as a lab file.
+func TestBrowserFacilitatorLab(t *testing.T) {
+	facilitatorDir(t)
+	srv, _ := newServer(t)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="broken-broken.json"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := run(t, ctx, chromedp.Evaluate[string](`(() => { let h = document.querySelector('[data-testid="lab-half-a-cpu"]').closest('ul').previousElementSibling; return h.dataset.testid; })()`))
+	broken := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="broken-broken.json"]`)))
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="lab-half-a-cpu"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="steps"]`)),
+		void(chromedp.Poll[bool](`document.querySelector('[data-testid="step-0"]').dataset.state === "done"`, chromedp.WithPollingTimeout(time.Minute))),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	href := run(t, ctx, chromedp.AttributeValue(chromedp.CSS(`[data-testid="export-lab"]`), "href"))
+	if topic != "topic-cpu" {
+		t.Errorf("the lab is listed under %q", topic)
+	}
+	if !strings.Contains(broken, "broken.json:9: spec.lanes[0].cpus: invalid argument") {
+		t.Errorf("broken file listed as %q", broken)
+	}
+	if !strings.HasSuffix(href.Value, "/export?format=lab") {
+		t.Errorf("export link %q", href.Value)
+	}
 }

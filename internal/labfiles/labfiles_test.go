@@ -105,3 +105,31 @@ func TestLoadRefusesOversizedAndOddFiles(t *testing.T) {
 		t.Fatal("a missing directory is not an error")
 	}
 }
+
+// TestTheDocumentedExampleLoads: docs/labs.md's complete example is a lab
+// file that loads, steps and all.
+func TestTheDocumentedExampleLoads(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/labs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## A complete example")
+	if !ok {
+		t.Fatal("docs/labs.md has no complete example")
+	}
+	_, block, _ := strings.Cut(after, "```json\n")
+	block, _, _ = strings.Cut(block, "```")
+	l, broken := experiments.ParseLabFile("example.json", []byte(block))
+	if broken != nil {
+		t.Fatalf("the documented example does not load: %v", broken)
+	}
+	if len(l.Steps) != 3 || l.Steps[2].Change == nil || l.Verdict == nil {
+		t.Errorf("example read as %+v", l)
+	}
+	// The documented error is the one a broken lane gets (its line aside).
+	bad := strings.Replace(strings.Replace(lab, "ID", "x", 1), `"cpus": "0.5"`, `"cpus": "half"`, 1)
+	_, b := experiments.ParseLabFile("broken.json", []byte(bad))
+	if b == nil || !strings.Contains(string(doc), "broken.json:9: "+b.Field+": "+b.Message) {
+		t.Errorf("docs/labs.md does not show the error a broken lane gets: %v", b)
+	}
+}
