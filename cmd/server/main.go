@@ -86,7 +86,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to open the dashboard to the network for a workshop")
 	fs.StringVar(&c.allowHosts, "allow-host", "", "comma-separated extra Host names to answer to (on loopback only localhost, 127.0.0.1 and ::1 are accepted)")
 	fs.StringVar(&c.allowOrigins, "allow-origin", "", "comma-separated origin host patterns allowed besides the page's own (e.g. slides.example.com)")
-	fs.DurationVar(&c.interval, "sample", 250*time.Millisecond, "stats sampling interval, from 100ms to 5s")
+	fs.DurationVar(&c.interval, "sample", 250*time.Millisecond, "stats sampling interval, a multiple of 50ms from 50ms to 5s (a run may ask for its own)")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")
 	fs.StringVar(&c.workloadBin, "workload-bin", "", "static binary to put in the workload image (default: this binary)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
@@ -130,8 +130,8 @@ func parseFlags(args []string) (config, error) {
 	if c.maxRunning < 1 {
 		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
 	}
-	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval {
-		return c, fmt.Errorf("-sample %s: must be from %s to %s", c.interval, runner.MinInterval, runner.MaxInterval)
+	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval || c.interval%runner.IntervalStep != 0 {
+		return c, fmt.Errorf("-sample %s: must be a multiple of %s from %s to %s", c.interval, runner.IntervalStep, runner.MinInterval, runner.MaxInterval)
 	}
 	return c, nil
 }

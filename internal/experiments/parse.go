@@ -17,6 +17,7 @@ type rawSpec struct {
 	Mode     Mode              `json:"mode"`
 	Duration Value             `json:"duration"`
 	Repeat   int               `json:"repeat"`
+	Interval Value             `json:"interval"`
 	Lanes    []json.RawMessage `json:"lanes"`
 }
 
@@ -39,6 +40,9 @@ func Parse(data []byte) (Spec, Errors) {
 	}
 	spec := lab.LabSpec()
 	spec.Repeat = raw.Repeat
+	if raw.Interval != "" {
+		spec.Interval = string(raw.Interval)
+	}
 	return spec, nil
 }
 
@@ -69,7 +73,7 @@ func lanesOf(raw rawSpec, errs Errors) (Spec, Errors) {
 		// the lane cap, not by the body's size.
 		return Spec{}, Errors{{Lane: -1, Field: "lanes", Message: fmt.Sprintf("want 1 to %d lanes, got %d", MaxLanes, len(raw.Lanes))}}
 	}
-	spec := Spec{Name: raw.Name, Mode: raw.Mode, Duration: string(raw.Duration), Repeat: raw.Repeat}
+	spec := Spec{Name: raw.Name, Mode: raw.Mode, Duration: string(raw.Duration), Repeat: raw.Repeat, Interval: string(raw.Interval)}
 	for i, l := range raw.Lanes {
 		var lane Lane
 		if err := strictDecode(l, &lane); err != nil {

@@ -39,6 +39,9 @@ type Spec struct {
 	Name     string `json:"name"`
 	Mode     Mode   `json:"mode"`
 	Duration string `json:"duration,omitempty"`
+	// Interval is how often the lanes are sampled ("50ms"); the server's
+	// own if empty.
+	Interval string `json:"interval,omitempty"`
 	// Repeat runs the spec this many times, a series (1 if 0).
 	Repeat int    `json:"repeat,omitempty"`
 	Lanes  []Lane `json:"lanes"`

@@ -97,10 +97,11 @@ type Plan struct {
 	// parallel run; in a sequential run each lane alone, except that an
 	// http lane runs with the load lanes that target it.
 	Groups   [][]int
-	Lab      string       // the lab's id, if the spec is a lab's
-	Verdict  *VerdictSpec // how to judge the run; nil: the default
-	Steps    []Step       // a guided lab's steps
-	Repeat   int          // runs in the series, 1 for one run
+	Lab      string        // the lab's id, if the spec is a lab's
+	Verdict  *VerdictSpec  // how to judge the run; nil: the default
+	Steps    []Step        // a guided lab's steps
+	Repeat   int           // runs in the series, 1 for one run
+	Interval time.Duration // sampling interval; 0: the server's
 	Name     string
 	Mode     Mode
 	Duration time.Duration
@@ -118,6 +119,14 @@ type PlannedLane struct {
 	StartAt, StopAt time.Duration
 }
 
+// The sampling interval a run may ask for: from MinInterval to
+// MaxInterval in steps of IntervalStep, so that one clock serves every run.
+const (
+	MinInterval  = 50 * time.Millisecond
+	MaxInterval  = 5 * time.Second
+	IntervalStep = 50 * time.Millisecond
+)
+
 // Validate checks a spec against a host, mirroring the docker CLI's parsing
 // and the engine's own rules, and returns every problem at once. A plan is
 // returned only when there are none: nothing may start from a spec with any
@@ -128,6 +137,17 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		errs = append(errs, FieldError{Lane: lane, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	plan := Plan{Name: strings.TrimSpace(spec.Name), Mode: spec.Mode, Duration: DefaultDuration, Repeat: max(spec.Repeat, 1)}
+	if spec.Interval != "" {
+		d, err := time.ParseDuration(spec.Interval)
+		switch {
+		case err != nil:
+			add(-1, "interval", "invalid duration %q: want e.g. \"50ms\" or \"250ms\"", spec.Interval)
+		case d < MinInterval || d > MaxInterval || d%IntervalStep != 0:
+			add(-1, "interval", "must be a multiple of %s from %s to %s, got %s", IntervalStep, MinInterval, MaxInterval, d)
+		default:
+			plan.Interval = d
+		}
+	}
 	if spec.Repeat < 0 || spec.Repeat > MaxRepeat {
 		add(-1, "repeat", "want 1 to %d runs, got %d", MaxRepeat, spec.Repeat)
 	}

@@ -47,17 +47,19 @@ type Env struct {
 
 // ticks is the sampling clock all the runs share.
 func (e *Env) ticks() *ticker {
-	e.clockOnce.Do(func() { e.clock = newTicker(e.interval()) })
+	e.clockOnce.Do(func() { e.clock = newTicker() })
 	return e.clock
 }
 
 // DefaultInterval is the sampling interval unless one is set.
 const DefaultInterval = 250 * time.Millisecond
 
-// MinInterval and MaxInterval bound the sampling interval.
+// MinInterval and MaxInterval bound the sampling interval, a multiple of
+// IntervalStep.
 const (
-	MinInterval = 100 * time.Millisecond
-	MaxInterval = 5 * time.Second
+	MinInterval  = experiments.MinInterval
+	MaxInterval  = experiments.MaxInterval
+	IntervalStep = experiments.IntervalStep
 )
 
 func (e *Env) interval() time.Duration {
@@ -111,6 +113,9 @@ type Run struct {
 func New(env *Env, id, participant string, spec experiments.Spec, plan experiments.Plan) *Run {
 	r := &Run{env: env, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
 		interval: env.interval(), bounds: plan.PhaseBounds(), hub: hub.New(0), done: make(chan struct{})}
+	if plan.Interval > 0 {
+		r.interval = plan.Interval
+	}
 	if !env.Host.ReadsCgroups() {
 		r.statsNote = env.Host.StatsNote
 	}

@@ -15,7 +15,7 @@ import (
 // counters, whatever the number of viewers.
 func (x *execution) sample(ctx context.Context) {
 	r := x.r
-	ticks, done := r.env.ticks().subscribe()
+	ticks, done := r.env.ticks().subscribe(r.interval)
 	defer done()
 	type job struct {
 		i        int
@@ -92,6 +92,9 @@ func (x *execution) sample(ctx context.Context) {
 						// workload's first report of its rate.
 						l.phased = append(l.phased, s)
 					}
+				}
+				if l.hasPrev && l.every == 0 {
+					r.st.jitter.add(c.At.Sub(l.lastRead), r.interval)
 				}
 				l.prev, l.hasPrev, l.lastRead = c, true, c.At
 			}

@@ -59,6 +59,7 @@ type runState struct {
 	events    []EventRecord
 	verdict   *experiments.Verdict
 	steps     []stepState
+	jitter    jitter // the samples' interval errors
 }
 
 // laneState is one lane's live state: what it is, what the engine

@@ -8,9 +8,9 @@ import (
 // TestOneTickerForAllRuns: every subscriber gets the same instants from one
 // timer, which runs only while someone listens.
 func TestOneTickerForAllRuns(t *testing.T) {
-	k := newTicker(5 * time.Millisecond)
-	a, stopA := k.subscribe()
-	b, stopB := k.subscribe()
+	k := newTicker()
+	a, stopA := k.subscribe(5 * time.Millisecond)
+	b, stopB := k.subscribe(5 * time.Millisecond)
 	for range 3 {
 		ta, tb := <-a, <-b
 		if !ta.Equal(tb) {
@@ -30,7 +30,7 @@ func TestOneTickerForAllRuns(t *testing.T) {
 	if running {
 		t.Error("the timer runs with nobody subscribed")
 	}
-	c, stopC := k.subscribe() // and starts again
+	c, stopC := k.subscribe(5 * time.Millisecond) // and starts again
 	defer stopC()
 	select {
 	case <-c:

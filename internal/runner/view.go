@@ -135,6 +135,8 @@ type RunView struct {
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	// Sampling says how the samples kept to the interval.
+	Sampling *SamplingView `json:"sampling,omitempty"`
 	// Series is the run's place among a spec's repeats.
 	Series *Series `json:"series,omitempty"`
 	// Steps are a guided lab's steps and where each is.
@@ -151,7 +153,7 @@ func (r *Run) viewLocked() RunView {
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
-		Steps: r.stepViews(), Series: r.series,
+		Steps: r.stepViews(), Series: r.series, Sampling: s.jitter.view(r.interval),
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()
