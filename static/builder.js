@@ -55,6 +55,7 @@ function load(spec) {
   form.elements.mode.value = spec.mode || "parallel";
   form.elements.duration.value = spec.duration || "60s";
   form.elements.repeat.value = spec.repeat || 1;
+  form.elements.interval.value = spec.interval || "";
   lanesEl.replaceChildren();
   (spec.lanes || []).forEach(addLane);
   clearErrors();
@@ -67,6 +68,7 @@ function readSpec() {
     duration: form.elements.duration.value,
     lanes: [],
   };
+  if (form.elements.interval.value.trim() !== "") spec.interval = form.elements.interval.value.trim();
   const repeat = Number(form.elements.repeat.value);
   if (repeat !== 1) spec.repeat = Number.isFinite(repeat) ? repeat : form.elements.repeat.value;
   lanesEl.querySelectorAll("fieldset.lane").forEach((fs) => {

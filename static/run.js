@@ -55,6 +55,11 @@ function rate(l, key) {
 let run = null;
 let charts = null;
 let xs = [];
+// zoom is the x range the CPU and throttling charts show: null for the
+// whole run. At fast sampling it shows the CFS period at work.
+let zoom = null;
+const zoomable = new Set(["cpu", "throttled", "throttled-periods"]);
+const samplingEl = document.getElementById("sampling");
 
 function fmt(v, digits) {
   return v == null || Number.isNaN(v) ? "—" : v.toFixed(digits);
@@ -207,13 +212,44 @@ function redraw() {
   requestAnimationFrame(() => {
     pending = false;
     charts.forEach((c) => {
-      c.u.setData(c.data);
+      const zoomed = zoom && zoomable.has(c.m.key);
+      c.u.setData(c.data, !zoomed);
+      if (zoomed) showZoom(c);
       c.box.dataset.nonzero = String(c.nonzero);
       c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
     });
     chartsEl.dataset.points = String(xs.length);
   });
 }
+
+// showZoom sets a chart's x range to the zoom and notes, per lane, how far
+// its values swing within it (data-spread, for the tests).
+function showZoom(c) {
+  const range = zoom || { min: xs.length ? xs[0] : 0, max: xs.length ? xs[xs.length - 1] : 1 };
+  c.u.setScale("x", range);
+  c.box.dataset.zoom = zoom ? `${range.min.toFixed(2)}-${range.max.toFixed(2)}` : "all";
+  if (!zoom) return;
+  c.box.dataset.spread = JSON.stringify(run.lanes.map((l, i) => {
+    const vs = xs.map((x, k) => (x >= range.min && x <= range.max ? c.data[1 + i][k] : null)).filter((v) => v != null);
+    return vs.length ? { n: vs.length, min: Math.min(...vs), max: Math.max(...vs) } : { n: 0 };
+  }));
+}
+
+document.querySelectorAll("[data-zoom]").forEach((b) => {
+  b.addEventListener("click", () => {
+    if (!run || !charts) return;
+    const k = b.dataset.zoom;
+    if (k === "all") {
+      zoom = null;
+    } else {
+      const lane = run.lanes[Number(k)];
+      const end = lane.ended_at > lane.started_at ? lane.ended_at : xs[xs.length - 1] || 0;
+      const mid = (lane.started_at + end) / 2;
+      zoom = { min: Math.max(0, mid - 0.5), max: mid + 0.5 };
+    }
+    charts.filter((c) => zoomable.has(c.m.key)).forEach(showZoom);
+  });
+});
 
 function addSamples(samples) {
   if (!charts) return;
@@ -257,6 +293,12 @@ function onRun(view) {
       : "";
   }
   if (stopButton) stopButton.disabled = view.ended;
+  if (samplingEl && view.sampling && view.interval_ms < 250) {
+    const s = view.sampling;
+    samplingEl.hidden = false;
+    samplingEl.textContent = `Sampled every ${s.interval_ms} ms: the interval was off by ${s.error_p50_ms.toFixed(1)} ms at the median and ` +
+      `${s.error_p99_ms.toFixed(1)} ms at the 99th percentile (at most ${s.error_max_ms.toFixed(1)} ms) over ${s.intervals} intervals.`;
+  }
   if (first) buildCharts();
   else redraw(); // markers of new changes
   showControls(view);

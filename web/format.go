@@ -139,11 +139,21 @@ func hasLoad(v runner.RunView) bool {
 
 // runMeta is a run's mode, sampling interval, date and host in a line.
 func runMeta(v runner.RunView) string {
-	s := string(v.Mode) + ", every sample " + f2(float64(v.IntervalMs)/1000) + " s, " + v.CreatedAt.Format("2006-01-02 15:04 MST")
+	s := string(v.Mode) + ", every sample " + strconv.FormatFloat(float64(v.IntervalMs)/1000, 'g', 3, 64) + " s, " + v.CreatedAt.Format("2006-01-02 15:04 MST")
 	if v.Host != "" {
 		s += ", on " + v.Host
 	}
 	return s
+}
+
+// samplingText is how the samples kept to their interval, for a run
+// sampled faster than the default.
+func samplingText(s *runner.SamplingView) string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("Sampled every %g ms: the interval was off by %.1f ms at the median and %.1f ms at the 99th percentile (at most %.1f ms) over %d intervals.",
+		s.IntervalMs, s.ErrorP50Ms, s.ErrorP99Ms, s.ErrorMaxMs, s.Intervals)
 }
 
 func hasKernel(v runner.RunView) bool {

@@ -1,0 +1,77 @@
+package web
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// spread is how far one lane's values swing in a zoomed chart.
+type spread struct {
+	N        int
+	Min, Max float64
+}
+
+// TestBrowserZoomShowsTheQuotaPeriod runs the quota-period lab, sampled
+// every 50 ms, and zooms its throttling chart into one second of each
+// quota lane: throttled 50 ms at a time, the 50 ms/100 ms lane's
+// throttled time per sample swings between none and all of it; the
+// 5 ms/10 ms lane's, throttled a little in every sample, stays flat. The
+// run page reports how the samples kept to the 50 ms.
+func TestBrowserZoomShowsTheQuotaPeriod(t *testing.T) {
+	srv, _ := newServer(t)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/labs/quota-period"),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="results"][data-state="done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="sampling"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoomInto := func(lane int) spread {
+		t.Helper()
+		sel := `[data-testid="chart-throttled"]`
+		run(t, ctx, chromedp.Evaluate[bool](`(() => { document.querySelector('[data-testid="zoom-`+strconv.Itoa(lane)+`"]').click(); return true; })()`))
+		raw := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('`+sel+`').dataset.spread || "[]"`))
+		zoomed := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('`+sel+`').dataset.zoom`))
+		var per []spread
+		if err := json.Unmarshal([]byte(raw), &per); err != nil || len(per) != 3 {
+			t.Fatalf("spread %q: %v", raw, err)
+		}
+		lo, hi, ok := strings.Cut(zoomed, "-")
+		a, _ := strconv.ParseFloat(lo, 64)
+		b, _ := strconv.ParseFloat(hi, 64)
+		if !ok || b-a > 1.01 {
+			t.Errorf("zoomed to %q, want one second", zoomed)
+		}
+		return per[lane]
+	}
+	long, short := zoomInto(1), zoomInto(2)
+	sampling := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="sampling"]`)))
+	shot := run(t, ctx, chromedp.FullScreenshot(100))
+	t.Logf("50ms/100ms: %+v; 5ms/10ms: %+v; %s", long, short, sampling)
+	// One second at 50 ms is 20 samples; some are lost at a lane's edges.
+	if long.N < 15 || short.N < 15 {
+		t.Fatalf("the zoom holds %d and %d samples of the lanes, want about 20", long.N, short.N)
+	}
+	if long.Max-long.Min < 600 {
+		t.Errorf("the 50ms/100ms lane's throttled time swings over %.0f-%.0f ms/s, want it between about none and all", long.Min, long.Max)
+	}
+	if short.Max-short.Min >= long.Max-long.Min || short.Max-short.Min > 450 {
+		t.Errorf("the 5ms/10ms lane's throttled time spans %.0f-%.0f ms/s: not flatter than the 50ms/100ms lane's %.0f-%.0f", short.Min, short.Max, long.Min, long.Max)
+	}
+	if !strings.Contains(sampling, "Sampled every 50 ms") || !strings.Contains(sampling, "99th percentile") {
+		t.Errorf("sampling line %q", sampling)
+	}
+	if err := writeShot(t, "zoom.png", shot); err != nil {
+		t.Fatal(err)
+	}
+	_ = time.Second
+}
