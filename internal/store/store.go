@@ -163,11 +163,39 @@ func (s *Store) Version() (int, error) {
 	return v, err
 }
 
-// writer runs the queued writes, as many as are waiting in one transaction.
+// coalesce is how long the writer gathers writes nobody waits for into one
+// transaction: a live run's messages come a few a second, and a commit
+// costs more than the inserts it holds. A write someone waits for (Sync,
+// Import) commits what is gathered at once; a crash loses at most this
+// much of a run that the next start marks interrupted anyway.
+const coalesce = time.Second
+
+// writer runs the queued writes in transactions of what has gathered.
 func (s *Store) writer() {
 	defer close(s.done)
+	timer := time.NewTimer(coalesce)
+	timer.Stop()
 	for first := range s.ops {
 		batch := []op{first}
+		if first.result == nil {
+			timer.Reset(coalesce)
+		gather:
+			for len(batch) < batchMax {
+				select {
+				case o, ok := <-s.ops:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, o)
+					if o.result != nil {
+						break gather
+					}
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
+		}
 	drain:
 		for len(batch) < batchMax {
 			select {

@@ -49,6 +49,14 @@ func (c *streamCache) get(id string, load func(string) (stored, error)) (stored,
 	}
 	c.mu.Unlock()
 	v, err, _ := c.flight.Do(id, func() (any, error) {
+		// A load that ended between the look above and this flight has
+		// put it already: the viewers that missed it then get it now.
+		c.mu.Lock()
+		if el, ok := c.byID[id]; ok {
+			c.mu.Unlock()
+			return el.Value.(*cached).s, nil
+		}
+		c.mu.Unlock()
 		s, err := load(id)
 		if err != nil {
 			return stored{}, err
