@@ -17,9 +17,11 @@ const controlsSection = document.getElementById("controls");
 
 const metrics = [
   { key: "cpu", title: "CPU (cores used; dashed: limit, dotted: the model's expectation)", get: (s) => s.cpu,
-    limit: (l) => l.cpu_limit || null, expected: (l) => l.expected_cores, digits: 2 },
+    limit: (l) => l.cpu_limit || null, expected: (l) => l.expected_cores, digits: 2,
+    empty: "No CPU used: a lane that computes would fill this chart." },
   { key: "mem", title: "Memory (MiB, usage less inactive file cache)", get: (s) => s.mem / MiB,
-    limit: (l) => (l.applied && l.applied.memory ? l.applied.memory / MiB : null), digits: 1 },
+    limit: (l) => (l.applied && l.applied.memory ? l.applied.memory / MiB : null), digits: 1,
+    empty: "No memory in use: a mem lane would fill this chart." },
   { key: "io-read", title: "Block IO read (MiB/s; dashed: --device-read-bps)", get: (s) => s.read_bps / MiB,
     limit: (l) => rate(l, "read_bps_device") / MiB || null, digits: 2, empty: "No block IO read: a disk-read lane would fill this chart." },
   { key: "io-write", title: "Block IO write (MiB/s; dashed: --device-write-bps)", get: (s) => s.write_bps / MiB,
@@ -28,23 +30,27 @@ const metrics = [
     limit: (l) => rate(l, "read_iops_device") + rate(l, "write_iops_device") || null, digits: 0,
     empty: "No block IO requests: a disk-read or disk-write lane would fill this chart." },
   { key: "work-iops", title: "Disk workload: its own reads or writes per second", get: (s) => (s.iops == null ? null : s.iops),
-    digits: 1, disk: true },
+    digits: 1, disk: true, empty: "No reads or writes reported by a disk workload yet." },
   { key: "pids", title: "Pids (dashed: --pids-limit)", get: (s) => s.pids, limit: (l) => (l.applied && l.applied.pids_limit) || null,
-    digits: 0 },
+    digits: 0, empty: "No processes counted: a running lane would fill this chart." },
   { key: "throttled", title: "CFS throttled time (ms per second)", get: (s) => (s.dt > 0 ? s.throttled_ms / s.dt : 0), digits: 1,
     empty: "No throttling: a lane under --cpus or --cpu-quota that uses all of its quota would fill this chart." },
   { key: "throttled-periods", title: "CFS periods throttled (%)",
     get: (s) => (s.periods > 0 ? (100 * s.throttled_periods) / s.periods : 0), digits: 0,
     empty: "No period was throttled: a lane under --cpus or --cpu-quota that uses all of its quota would fill this chart." },
   { key: "pressure", title: "CPU pressure: time some task waited for a CPU (ms per second, cgroup v2)",
-    get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, signal: "cpu_pressure" },
+    get: (s) => (s.pressure_ms == null || !(s.dt > 0) ? null : s.pressure_ms / s.dt), digits: 1, signal: "cpu_pressure",
+    empty: "No CPU pressure: lanes that want more CPU than they are given would fill this chart." },
   { key: "memory-pressure", title: "Memory pressure: time some task waited for memory (ms per second, cgroup v2)",
-    get: (s) => (s.memory_pressure_ms == null || !(s.dt > 0) ? null : s.memory_pressure_ms / s.dt), digits: 1, signal: "memory_pressure" },
+    get: (s) => (s.memory_pressure_ms == null || !(s.dt > 0) ? null : s.memory_pressure_ms / s.dt), digits: 1, signal: "memory_pressure",
+    empty: "No memory pressure: a lane held near its --memory would fill this chart." },
   { key: "io-pressure", title: "IO pressure: time some task waited for block IO (ms per second, cgroup v2)",
-    get: (s) => (s.io_pressure_ms == null || !(s.dt > 0) ? null : s.io_pressure_ms / s.dt), digits: 1, signal: "io_pressure" },
-  { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1 },
+    get: (s) => (s.io_pressure_ms == null || !(s.dt > 0) ? null : s.io_pressure_ms / s.dt), digits: 1, signal: "io_pressure",
+    empty: "No IO pressure: a lane that waits on a throttled or busy disk would fill this chart." },
+  { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1,
+    empty: "No throughput reported yet: the workloads report theirs as they run." },
   { key: "latency", title: "Load: p99 latency of each interval (ms)", get: (s) => (s.latency_ms ? s.latency_ms.p99 : null),
-    digits: 1, load: true },
+    digits: 1, load: true, empty: "No requests answered yet: the load lanes report each interval's latency." },
 ];
 
 // rate is a lane's applied block IO throttle of one kind, 0 if none.
@@ -123,7 +129,7 @@ function buildCharts() {
     // would fill it, until something does.
     const note = document.createElement("p");
     note.className = "empty-note";
-    note.textContent = m.empty || "Nothing but zeros so far.";
+    note.textContent = m.empty;
     box.appendChild(note);
     chartsEl.appendChild(box);
     const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];

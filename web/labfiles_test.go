@@ -17,6 +17,7 @@ import (
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/labfiles"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 const facilitatorLab = `{
@@ -159,5 +160,31 @@ func TestBrowserFacilitatorLab(t *testing.T) {
 	}
 	if !strings.HasSuffix(href.Value, "/export?format=lab") {
 		t.Errorf("export link %q", href.Value)
+	}
+}
+
+// TestLabRepeatedIsJudgedOverItsRuns: a lab asked for twice runs as a
+// series whose verdict is the lab's, judged on the two runs' mean ratios.
+func TestLabRepeatedIsJudgedOverItsRuns(t *testing.T) {
+	srv, _ := newServer(t)
+	status, body := postJSON(t, srv.URL+"/api/runs", `{"lab": "cpus-ladder", "repeat": 2}`)
+	if status != http.StatusCreated {
+		t.Fatalf("POST: %d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal(body, &created)
+	var s workshop.SeriesView
+	enginetest.WaitFor(t, 3*time.Minute, "the series to end", func() bool {
+		getJSON(t, srv.URL+"/api/series/"+created.ID, &s)
+		return s.Done == 2
+	})
+	v := s.Verdict
+	if v == nil || !v.Judged || v.Metric != experiments.MetricWallTime || !strings.Contains(v.Explanation, "Over 2 runs") {
+		t.Fatalf("verdict over the repeats %+v", v)
+	}
+	t.Logf("%s", v.Explanation)
+	enginetest.CheckVerdict(t, v)
+	if s.Lab != "cpus-ladder" || len(s.Lanes) != 4 || s.Lanes[3].Stats.N != 2 {
+		t.Errorf("series %+v", s)
 	}
 }
