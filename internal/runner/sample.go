@@ -93,10 +93,12 @@ func (x *execution) sample(ctx context.Context) {
 						l.phased = append(l.phased, s)
 					}
 				}
-				if l.hasPrev && l.every == 0 {
+				// The interval from the lane's first reading, taken as it
+				// started, to its first tick is off the clock by design.
+				if l.hasPrev && l.every == 0 && l.ticked {
 					r.st.jitter.add(c.At.Sub(l.lastRead), r.interval)
 				}
-				l.prev, l.hasPrev, l.lastRead = c, true, c.At
+				l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 			}
 			moved := len(batch) > 0 && r.advanceSteps(now.Sub(start).Seconds())
 			r.mu.Unlock()

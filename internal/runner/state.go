@@ -106,6 +106,7 @@ type laneState struct {
 	reported bool
 	liveIOPS float64
 	latency  *wire.Latency // this interval's, sent once
+	ticked   bool          // its last reading was at a tick of the clock
 	failures int64
 	done     float64
 }
