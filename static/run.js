@@ -294,9 +294,11 @@ function onRun(view) {
   errorEl.textContent = view.error || "";
   if (queueEl) {
     queueEl.hidden = view.state !== "queued";
-    queueEl.textContent = view.state === "queued"
-      ? (view.queue_position === 1 ? "Waiting in the queue: you are next" : `Waiting in the queue: position ${view.queue_position || "…"}`)
-      : "";
+    let waiting = view.queue_position === 1 ? "Waiting in the queue: you are next" : `Waiting in the queue: position ${view.queue_position || "…"}`;
+    if (view.series && view.series.index > 0 && !view.queue_position) {
+      waiting = `Run ${view.series.index + 1} of ${view.series.runs.length} of a series: it starts when the run before it ends, on the same host`;
+    }
+    queueEl.textContent = view.state === "queued" ? waiting : "";
   }
   if (stopButton) stopButton.disabled = view.ended;
   if (samplingEl && view.sampling && view.interval_ms < 250) {
