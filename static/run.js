@@ -296,7 +296,7 @@ function onRun(view) {
     queueEl.hidden = view.state !== "queued";
     let waiting = view.queue_position === 1 ? "Waiting in the queue: you are next" : `Waiting in the queue: position ${view.queue_position || "…"}`;
     if (view.series && view.series.index > 0 && !view.queue_position) {
-      waiting = `Run ${view.series.index + 1} of ${view.series.runs.length} of a series: it starts when the run before it ends, on the same host`;
+      waiting = `Run ${view.series.index + 1} of ${view.series.runs.length} of a series: it joins the queue when the run before it ends`;
     }
     queueEl.textContent = view.state === "queued" ? waiting : "";
   }

@@ -340,7 +340,7 @@ func runPage(v runner.RunView, ncpu int, embed bool) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, " of a series: it starts when the run before it ends, on the same host")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, " of a series: it joins the queue when the run before it ends")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -75,12 +75,12 @@ type entry struct {
 	run     *runner.Run
 	address string // the client's address, "" if not known
 	ask     ask
-	expiry  *time.Timer // nil for a series' later runs: they wait for the one before
-	// rest are the later runs of its series, which run on the host it
-	// holds, one after another, without queueing again.
+	expiry  *time.Timer // nil for a series' later run until it is queued
+	// rest are the later runs of its series: each joins the queue when
+	// the one before it ends.
 	rest []*entry
-	// follows: a series' later run that has not started; the quotas count
-	// its series once, by the run that holds the host.
+	// follows: a series' later run not queued yet; the quotas count a
+	// series once, by its run that is queued or running.
 	follows bool
 }
 

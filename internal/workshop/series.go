@@ -11,7 +11,9 @@ import (
 
 // newSeries makes the later runs of a series led by first: the same spec,
 // every other one in the reverse order where the lanes run one after
-// another. They wait for the run before them, on the host it holds.
+// another. Each joins the queue when the run before it ends, so that a
+// series takes turns with the other participants' runs while every run
+// still has the host to itself.
 func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experiments.Plan, participant string) []*entry {
 	ids := []string{first.run.ID()}
 	var rest []*entry
@@ -27,7 +29,7 @@ func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experi
 	return rest
 }
 
-// nextInSeries is the run of e's series to start now that e has ended:
+// nextInSeries is the run of e's series to queue now that e has ended:
 // the next that has not ended, if e ran to its end. A series whose run
 // failed or was stopped ends there: its later runs end as stopped.
 func (m *Manager) nextInSeries(e *entry) *entry {

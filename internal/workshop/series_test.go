@@ -13,10 +13,10 @@ import (
 const seriesSpec = `{"name": "series", "mode": "sequential", "duration": "10s", "repeat": 3,
 	"lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}}, {"name": "b", "workload": {"kind": "spin", "seconds": 1}}]}`
 
-// TestFakeSeriesHoldsTheHost: a series' runs go one after another on the
-// host its first run won, another participant's run waiting until the
-// series is over; the quotas count the series once.
-func TestFakeSeriesHoldsTheHost(t *testing.T) {
+// TestFakeSeriesTakesTurns: a series' runs go one after another, each
+// taking its turn in the queue, so another participant's run goes between
+// them; the quotas count the series once.
+func TestFakeSeriesTakesTurns(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 20 * time.Millisecond
 	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
@@ -46,8 +46,8 @@ func TestFakeSeriesHoldsTheHost(t *testing.T) {
 			t.Errorf("run %d started %v, before run %d at %v", k+1, views[k].StartedAt, k, views[k-1].StartedAt)
 		}
 	}
-	if !b.StartedAt.After(views[2].StartedAt) {
-		t.Errorf("bob's run started at %v, within ann's series (its last run at %v)", b.StartedAt, views[2].StartedAt)
+	if !b.StartedAt.After(views[0].StartedAt) || !b.StartedAt.Before(views[1].StartedAt) {
+		t.Errorf("bob's run started at %v, not between ann's first two (%v, %v)", b.StartedAt, views[0].StartedAt, views[1].StartedAt)
 	}
 	sv, ok := m.Series(first.ID())
 	if !ok || sv.Done != 3 || sv.Unit != "s" || len(sv.Lanes) != 2 || sv.Lanes[0].Stats.N != 3 || len(sv.Comparisons) != 1 {
@@ -79,7 +79,7 @@ func TestFakeSeriesStops(t *testing.T) {
 	if err := m.Stop(runs[2]); err != nil {
 		t.Fatal(err)
 	}
-	if v := waitEnded(t, m, runs[2]); v.State != runner.StateStopped || !strings.Contains(v.Error, "waited for the runs of its series") {
+	if v := waitEnded(t, m, runs[2]); v.State != runner.StateStopped || !strings.Contains(v.Error, "waited for the run of its series") {
 		t.Errorf("run 3: %s %q", v.State, v.Error)
 	}
 	if err := m.Stop(runs[0]); err != nil {

@@ -138,11 +138,17 @@ func (m *Manager) launchLocked(e *entry) {
 		next := m.nextInSeries(e)
 		m.mu.Lock()
 		delete(m.running, e)
-		if next != nil {
-			m.running[next] = true
-			m.launchLocked(next)
+		// The series' next run takes its turn in the queue like any
+		// other: the participants waiting are served between its runs.
+		queued := next != nil && m.ctx.Err() == nil
+		if queued {
+			m.queue.Push(next.run.Participant(), next.address, next)
+			next.expiry = time.AfterFunc(m.opts.MaxWait, func() { m.expire(next) })
 		}
 		m.mu.Unlock()
+		if next != nil && !queued {
+			m.endQueued(next, runner.StateStopped, "the server shut down before this run started")
+		}
 		m.forget(e)
 		m.schedule()
 	}()
@@ -178,13 +184,13 @@ func (m *Manager) Stop(id string) error {
 	m.mu.Lock()
 	e, ok := m.runs[id]
 	removed := ok && m.queue.Remove(e)
-	waiting := ok && e.follows // a series' later run, not started
+	waiting := ok && e.follows // a series' later run, not queued yet
 	if waiting {
 		e.follows = false
 	}
 	m.mu.Unlock()
 	if waiting {
-		e.run.EndQueued(runner.StateStopped, "stopped while it waited for the runs of its series before it; nothing was started")
+		e.run.EndQueued(runner.StateStopped, "stopped while it waited for the run of its series before it; nothing was started")
 		m.forget(e)
 		return nil
 	}
