@@ -92,7 +92,8 @@ func (r *Run) advanceSteps(now float64) bool {
 
 // stepChanged notes a live change of a lane at run time at: the active
 // step's change is made if the lane's limits now include it, and its
-// check counts samples from then on. r.mu is held.
+// check counts samples from then on; a step with no check is done at
+// once. r.mu is held.
 func (r *Run) stepChanged(lane int, applied experiments.Resources, at float64) {
 	for k := range r.st.steps {
 		st := &r.st.steps[k]
@@ -101,6 +102,7 @@ func (r *Run) stepChanged(lane int, applied experiments.Resources, at float64) {
 		}
 		if rs := r.steps[k]; rs.ChangeLane == lane && !st.changed && rs.Made(applied) {
 			st.changed, st.since = true, at
+			r.advanceSteps(at)
 		}
 		return
 	}

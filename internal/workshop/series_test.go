@@ -1,11 +1,13 @@
 package workshop_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -105,4 +107,66 @@ func waitEnded(t *testing.T, m *workshop.Manager, id string) runner.RunView {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestFakeGuidedStepsFollowChanges walks a guided lab's steps of changes
+// alone: each is done as soon as the participant's live change includes
+// it, and a change that does not match leaves the step waiting for it.
+func TestFakeGuidedStepsFollowChanges(t *testing.T) {
+	lab := `{"id": "fake-guided", "title": "Fake guided", "topic": "cpu",
+	  "steps": [
+	    {"prompt": "Halve it", "change": {"lane": "a", "limits": {"cpus": "0.5"}}},
+	    {"prompt": "Quarter it", "change": {"lane": "a", "limits": {"cpus": "0.25"}}}
+	  ],
+	  "spec": {"name": "guided", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "1"}}]}}`
+	l, broken := experiments.ParseLabFile("fake.json", []byte(lab))
+	if broken != nil {
+		t.Fatal(broken)
+	}
+	prev := experiments.Current()
+	experiments.Install(experiments.NewCatalog([]experiments.Lab{l}, nil))
+	t.Cleanup(func() { experiments.Install(prev) })
+
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1})
+	r, err := fakeSubmit(t, m, "ann", `{"lab": "fake-guided"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane never ran")
+		}
+	}
+	states := func() string {
+		var s []string
+		for _, st := range r.View().Steps {
+			s = append(s, st.State)
+		}
+		return strings.Join(s, " ")
+	}
+	if got := states(); got != "active waiting" {
+		t.Fatalf("steps at the start: %s", got)
+	}
+	ctx := context.Background()
+	for _, c := range []struct{ cpus, want string }{
+		{"0.25", "active waiting"}, // not the change the first step asks for
+		{"0.5", "done active"},
+		{"0.25", "done done"},
+	} {
+		if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{CPUs: experiments.Value(c.cpus)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := states(); got != c.want {
+			t.Errorf("after --cpus %s: steps %s, want %s", c.cpus, got, c.want)
+		}
+	}
+	if v := r.View(); !v.Steps[0].Changed || v.Steps[1].DoneAt < v.Steps[0].DoneAt {
+		t.Errorf("steps %+v", v.Steps)
+	}
+	if err := m.Stop(r.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, r)
 }
