@@ -65,7 +65,6 @@ let xs = [];
 // whole run. At fast sampling it shows the CFS period at work.
 let zoom = null;
 const zoomable = new Set(["cpu", "throttled", "throttled-periods"]);
-const samplingEl = document.getElementById("sampling");
 
 function fmt(v, digits) {
   return v == null || Number.isNaN(v) ? "—" : v.toFixed(digits);
@@ -301,12 +300,6 @@ function onRun(view) {
     queueEl.textContent = view.state === "queued" ? waiting : "";
   }
   if (stopButton) stopButton.disabled = view.ended;
-  if (samplingEl && view.sampling && view.interval_ms < 250) {
-    const s = view.sampling;
-    samplingEl.hidden = false;
-    samplingEl.textContent = `Sampled every ${s.interval_ms} ms: the interval was off by ${s.error_p50_ms.toFixed(1)} ms at the median and ` +
-      `${s.error_p99_ms.toFixed(1)} ms at the 99th percentile (at most ${s.error_max_ms.toFixed(1)} ms) over ${s.intervals} intervals.`;
-  }
   if (first) buildCharts();
   else redraw(); // markers of new changes
   showControls(view);

@@ -139,7 +139,7 @@ func hasLoad(v runner.RunView) bool {
 
 // runMeta is a run's mode, sampling interval, date and host in a line.
 func runMeta(v runner.RunView) string {
-	s := string(v.Mode) + ", every sample " + strconv.FormatFloat(float64(v.IntervalMs)/1000, 'g', 3, 64) + " s, " + v.CreatedAt.Format("2006-01-02 15:04 MST")
+	s := string(v.Mode) + ", every sample " + f3(float64(v.IntervalMs)/1000) + " s, " + v.CreatedAt.Format("2006-01-02 15:04 MST")
 	if v.Host != "" {
 		s += ", on " + v.Host
 	}
@@ -147,7 +147,8 @@ func runMeta(v runner.RunView) string {
 }
 
 // samplingText is how the samples kept to their interval, for a run
-// sampled faster than the default.
+// sampled faster than the default; the results fragment carries it, so
+// the page has it anew as the run goes on.
 func samplingText(s *runner.SamplingView) string {
 	if s == nil {
 		return ""

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -73,5 +72,4 @@ func TestBrowserZoomShowsTheQuotaPeriod(t *testing.T) {
 	if err := writeShot(t, "zoom.png", shot); err != nil {
 		t.Fatal(err)
 	}
-	_ = time.Second
 }

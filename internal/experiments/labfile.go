@@ -121,8 +121,8 @@ func lineOf(b []byte, path []string) int {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	best := 0
-	var walk func(depth int, want []string) bool // false: stop
-	walk = func(depth int, want []string) bool {
+	var walk func(want []string) bool // false: stop
+	walk = func(want []string) bool {
 		tok, err := dec.Token()
 		if err != nil {
 			return false
@@ -148,14 +148,14 @@ func lineOf(b []byte, path []string) int {
 			switch {
 			case len(want) > 0 && name == want[0]:
 				best = at
-				if !walk(depth+1, want[1:]) {
+				if !walk(want[1:]) {
 					return false
 				}
 				if len(want) == 1 {
 					return false // found it all
 				}
 			case len(want) > 0 && (name == "limits" || name == "workload"):
-				if !walk(depth+1, want) {
+				if !walk(want) {
 					return false
 				}
 			default:
@@ -167,7 +167,7 @@ func lineOf(b []byte, path []string) int {
 		_, err = dec.Token() // the closing delimiter
 		return err == nil
 	}
-	walk(0, path)
+	walk(path)
 	return best
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -169,29 +170,21 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 	if win == 0 {
 		win = DefaultCheckSeconds
 	}
-	k := len(samples)
-	for k > 0 && samples[k-1].T-samples[k-1].DT >= since-1e-9 {
-		k--
-	}
-	after := samples[k:]
+	// The samples are in time order: the ones since the step, then the
+	// last win seconds of those, are found by bisection (this runs at every
+	// tick of a guided run, however long it has been going).
+	startOf := func(s CoreSample) float64 { return s.T - s.DT }
+	after := samples[sort.Search(len(samples), func(i int) bool { return startOf(samples[i]) >= since-1e-9 }):]
 	if len(after) == 0 {
 		return false, 0, false
 	}
 	end := after[len(after)-1].T
-	first := 0
-	for first < len(after) && after[first].T-after[first].DT < end-win-1e-9 {
-		first++
-	}
-	window := after[first:]
-	covered := 0.0
+	window := after[sort.Search(len(after), func(i int) bool { return startOf(after[i]) >= end-win-1e-9 }):]
+	var covered, sum, periods, throttled float64
 	for _, s := range window {
 		covered += s.DT
-	}
-	if covered < win*0.9 && !(over && covered >= minOverSeconds) {
-		return false, 0, false
-	}
-	var sum, weight, periods, throttled float64
-	for _, s := range window {
+		periods += s.Periods
+		throttled += s.ThrottledPeriods
 		switch c.Metric {
 		case CheckCores:
 			sum += s.Cores * s.DT
@@ -200,11 +193,11 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 		case CheckIOMBps:
 			sum += s.IOBps / 1e6 * s.DT
 		}
-		weight += s.DT
-		periods += s.Periods
-		throttled += s.ThrottledPeriods
 	}
-	value = sum / weight
+	if covered < win*0.9 && !(over && covered >= minOverSeconds) {
+		return false, 0, false
+	}
+	value = sum / covered
 	if c.Metric == CheckThrottled {
 		if periods < minCheckPeriods {
 			return false, 0, false // the lane barely ran: nothing to judge yet

@@ -112,7 +112,7 @@ func TestParseLabFileErrors(t *testing.T) {
 }
 
 func TestCatalogRefusesATakenID(t *testing.T) {
-	l, broken := ParseLabFile("mine.json", []byte(strings.Replace(builtinJSON(t, "cpus-ladder"), `"id": "cpus-ladder"`, `"id": "cpus-ladder"`, 1)))
+	l, broken := ParseLabFile("mine.json", []byte(builtinJSON(t, "cpus-ladder")))
 	if broken != nil {
 		t.Fatal(broken)
 	}

@@ -26,12 +26,12 @@ const MaxFiles = 200
 // Load reads every *.json file of dir into a catalogue: the built-in labs,
 // then dir's. It fails only when dir cannot be listed.
 func Load(dir string) (*experiments.Catalog, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("labs: %w", err)
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("labs: %w", err)
 	}
 	sort.Strings(names)
 	var labs []experiments.Lab

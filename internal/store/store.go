@@ -177,37 +177,41 @@ func (s *Store) writer() {
 	timer.Stop()
 	for first := range s.ops {
 		batch := []op{first}
+		// While wait is set, the writer waits for more; once it is nil
+		// (at the deadline, or a write someone waits for) it takes only
+		// what is queued already.
+		var wait <-chan time.Time
 		if first.result == nil {
 			timer.Reset(coalesce)
-		gather:
-			for len(batch) < batchMax {
+			wait = timer.C
+		}
+	gather:
+		for len(batch) < batchMax {
+			var o op
+			var ok bool
+			if wait == nil {
 				select {
-				case o, ok := <-s.ops:
-					if !ok {
-						break gather
-					}
-					batch = append(batch, o)
-					if o.result != nil {
-						break gather
-					}
-				case <-timer.C:
+				case o, ok = <-s.ops:
+				default:
 					break gather
 				}
-			}
-			timer.Stop()
-		}
-	drain:
-		for len(batch) < batchMax {
-			select {
-			case o, ok := <-s.ops:
-				if !ok {
-					break drain
+			} else {
+				select {
+				case o, ok = <-s.ops:
+				case <-wait:
+					wait = nil
+					continue
 				}
-				batch = append(batch, o)
-			default:
-				break drain
+			}
+			if !ok {
+				break
+			}
+			batch = append(batch, o)
+			if o.result != nil {
+				wait = nil
 			}
 		}
+		timer.Stop()
 		s.runBatch(batch)
 	}
 }

@@ -14,11 +14,11 @@ import (
 // another. Each joins the queue when the run before it ends, so that a
 // series takes turns with the other participants' runs while every run
 // still has the host to itself.
-func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experiments.Plan, participant string) []*entry {
+func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experiments.Plan) []*entry {
 	ids := []string{first.run.ID()}
 	var rest []*entry
 	for k := 1; k < plan.Repeat; k++ {
-		e := &entry{run: runner.New(env, newID(), participant, spec, experiments.RoundPlan(plan, k)), address: first.address, ask: first.ask, follows: true}
+		e := &entry{run: runner.New(env, newID(), first.run.Participant(), spec, experiments.RoundPlan(plan, k)), address: first.address, ask: first.ask, follows: true}
 		ids = append(ids, e.run.ID())
 		rest = append(rest, e)
 	}
@@ -54,13 +54,19 @@ func (m *Manager) nextInSeries(e *entry) *entry {
 	return nil
 }
 
-// endSeries ends a series' later runs that have not started.
+// endSeries ends a series' later runs that are not queued yet. Whoever
+// clears a run's follows under m.mu owns it (this, a Stop, or the series
+// queueing it), so that no run is ended twice.
 func (m *Manager) endSeries(rest []*entry, why string) {
 	for _, e := range rest {
-		if !e.run.Ended() {
+		m.mu.Lock()
+		mine := e.follows
+		e.follows = false
+		m.mu.Unlock()
+		if mine {
 			e.run.EndQueued(runner.StateStopped, why)
+			m.forget(e)
 		}
-		m.forget(e)
 	}
 }
 

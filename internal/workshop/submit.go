@@ -38,7 +38,7 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 	}
 	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.opts.Host.NCPU)}
 	if plan.Repeat > 1 {
-		e.rest = newSeries(m.env, e, spec, plan, participant)
+		e.rest = newSeries(m.env, e, spec, plan)
 	}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
@@ -190,8 +190,7 @@ func (m *Manager) Stop(id string) error {
 	}
 	m.mu.Unlock()
 	if waiting {
-		e.run.EndQueued(runner.StateStopped, "stopped while it waited for the run of its series before it; nothing was started")
-		m.forget(e)
+		m.endQueued(e, runner.StateStopped, "stopped while it waited for the run of its series before it; nothing was started")
 		return nil
 	}
 	if !ok {
