@@ -38,9 +38,17 @@ type CgroupReader struct {
 	dirs map[string]string
 
 	mu     sync.Mutex
-	files  map[[2]string]*os.File // by directory and name, opened on first use
+	files  map[[2]string]openFile // by directory and name, opened on first use
 	buf    []byte
 	closed bool
+	slow   slowFiles
+}
+
+// openFile is a cgroup file kept open, with its descriptor: os.File.Fd
+// makes a system call each time it is asked.
+type openFile struct {
+	f  *os.File
+	fd int
 }
 
 var v1Controllers = []string{"cpuacct", "cpu", "memory", "blkio", "pids"}
@@ -61,7 +69,7 @@ func FindCgroup(root, id string, pid int) (*CgroupReader, error) {
 		}
 	}
 	for _, rel := range rels {
-		r := &CgroupReader{v2: v2, dirs: map[string]string{}, files: map[[2]string]*os.File{}}
+		r := &CgroupReader{v2: v2, dirs: map[string]string{}, files: map[[2]string]openFile{}}
 		ok := true
 		if v2 {
 			d := filepath.Join(root, rel)

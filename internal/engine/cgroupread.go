@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -31,7 +31,7 @@ func (r *CgroupReader) Close() error {
 	r.closed = true
 	var errs []error
 	for p, f := range r.files {
-		errs = append(errs, f.Close())
+		errs = append(errs, f.f.Close())
 		delete(r.files, p)
 	}
 	return errors.Join(errs...)
@@ -55,27 +55,39 @@ func (r *CgroupReader) File(controller, name string) ([]byte, error) {
 // file's contents anew on each read at offset 0.
 func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 	key := [2]string{dir, name}
-	f := r.files[key]
-	if f == nil {
-		var err error
-		if f, err = os.Open(dir + "/" + name); err != nil {
+	f, ok := r.files[key]
+	if !ok {
+		o, err := os.Open(dir + "/" + name)
+		if err != nil {
 			return nil, err
 		}
+		f = openFile{o, int(o.Fd())}
 		r.files[key] = f
 	}
-	if len(r.buf) == 0 {
-		r.buf = make([]byte, 4096)
+	return readAt0(f.fd, name, &r.buf)
+}
+
+// readAt0 reads a file whole from offset 0 into *buf, growing it to fit,
+// with one pread: os.File.ReadAt would read again at the end to find EOF,
+// and a seq file (every cgroup and proc file) read at an offset other than
+// where its last read ended is generated anew from its start to get there.
+func readAt0(fd int, name string, buf *[]byte) ([]byte, error) {
+	if len(*buf) == 0 {
+		*buf = make([]byte, 4096)
 	}
 	for {
-		n, err := f.ReadAt(r.buf, 0)
-		if n == len(r.buf) {
-			r.buf = make([]byte, 2*len(r.buf)) // it may hold more: read it whole
+		n, err := syscall.Pread(fd, *buf, 0)
+		if err == syscall.EINTR {
 			continue
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+		if err != nil {
+			return nil, &os.PathError{Op: "pread", Path: name, Err: err}
 		}
-		return r.buf[:n], nil
+		if n == len(*buf) {
+			*buf = make([]byte, 2*len(*buf)) // it may hold more: read it whole
+			continue
+		}
+		return (*buf)[:n], nil
 	}
 }
 
@@ -207,33 +219,42 @@ func (r *CgroupReader) readV1() (Counters, error) {
 		}
 	}
 	usage, _ := r.readUint(r.dirs["memory"], "memory.usage_in_bytes")
-	var totalInactive, inactive uint64
-	hasTotal := false
-	if b, err := r.readFile(r.dirs["memory"], "memory.stat"); err == nil {
+	inactive, totalInactive, hasTotal := r.slow.memStat(c.At, usage, func() (in, tot uint64, has, ok bool) {
+		b, err := r.readFile(r.dirs["memory"], "memory.stat")
+		if err != nil {
+			return 0, 0, false, false
+		}
 		for kv := (kvLines{lines{b}}); ; {
-			k, v, ok := kv.next()
-			if !ok {
-				break
+			k, v, more := kv.next()
+			if !more {
+				return in, tot, has, true
 			}
 			switch string(k) {
 			case "total_inactive_file":
-				totalInactive, hasTotal = v, true
+				tot, has = v, true
 			case "inactive_file":
-				inactive = v
+				in = v
 			}
 		}
-	}
+	})
 	c.MemBytes = memNoCache(usage, totalInactive, hasTotal, inactive)
-	c.MemLimit, _ = r.readUint(r.dirs["memory"], "memory.limit_in_bytes")
+	c.MemLimit = r.slow.memLimit(c.At, func() (uint64, error) {
+		return r.readUint(r.dirs["memory"], "memory.limit_in_bytes")
+	})
 	if c.MemLimit >= 1<<62 {
 		c.MemLimit = 0 // v1 writes "no limit" as a page-rounded max int64
-	}
-	if b, err := r.readFile(r.dirs["blkio"], "blkio.throttle.io_service_bytes"); err == nil {
-		c.ReadBytes, c.WriteBytes = parseBlkioV1(b)
 	}
 	if b, err := r.readFile(r.dirs["blkio"], "blkio.throttle.io_serviced"); err == nil {
 		c.ReadOps, c.WriteOps = parseBlkioV1(b)
 	}
+	c.ReadBytes, c.WriteBytes = r.slow.ioBytes(c.At, c.ReadOps+c.WriteOps, func() (uint64, uint64, bool) {
+		b, err := r.readFile(r.dirs["blkio"], "blkio.throttle.io_service_bytes")
+		if err != nil {
+			return 0, 0, false
+		}
+		rb, wb := parseBlkioV1(b)
+		return rb, wb, true
+	})
 	c.Pids, _ = r.readUint(r.dirs["pids"], "pids.current")
 	return c, nil
 }
@@ -293,20 +314,23 @@ func (r *CgroupReader) readV2() (Counters, error) {
 		}
 	}
 	usage, _ := r.readUint(d, "memory.current")
-	var inactive uint64
-	if b, err := r.readFile(d, "memory.stat"); err == nil {
+	inactive, _, _ := r.slow.memStat(c.At, usage, func() (in, tot uint64, has, ok bool) {
+		b, err := r.readFile(d, "memory.stat")
+		if err != nil {
+			return 0, 0, false, false
+		}
 		for kv := (kvLines{lines{b}}); ; {
-			k, v, ok := kv.next()
-			if !ok {
-				break
+			k, v, more := kv.next()
+			if !more {
+				return in, 0, false, true
 			}
 			if string(k) == "inactive_file" {
-				inactive = v
+				in = v
 			}
 		}
-	}
+	})
 	c.MemBytes = memNoCache(usage, 0, false, inactive)
-	c.MemLimit, _ = r.readUint(d, "memory.max")
+	c.MemLimit = r.slow.memLimit(c.At, func() (uint64, error) { return r.readUint(d, "memory.max") })
 	if b, err := r.readFile(d, "io.stat"); err == nil {
 		c.ReadBytes, c.WriteBytes, c.ReadOps, c.WriteOps = parseIOStatV2(b)
 	}

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -21,6 +19,7 @@ type ProgressReader struct {
 
 	mu     sync.Mutex
 	f      *os.File
+	fd     int
 	buf    []byte
 	lastT  float64
 	closed bool // a Read after Close must not open the file again
@@ -45,13 +44,13 @@ func (p *ProgressReader) Read() (wire.Progress, bool) {
 		if err != nil {
 			return wire.Progress{}, false // not written yet, or the lane is gone
 		}
-		p.f = f
+		p.f, p.fd = f, int(f.Fd())
 	}
-	n, err := p.f.ReadAt(p.buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
+	b, err := readAt0(p.fd, p.path, &p.buf)
+	if err != nil {
 		return wire.Progress{}, false
 	}
-	rec, ok := wire.ParseRecord(p.buf[:n])
+	rec, ok := wire.ParseRecord(b)
 	if !ok || rec.T <= p.lastT {
 		return wire.Progress{}, false
 	}

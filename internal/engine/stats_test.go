@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,11 @@ func TestCgroupReaderRereadsItsOpenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// memory.stat past the reader's first buffer: the value wanted last.
+	// It is read again when the usage moves (TestSlowFilesV1).
+	usageMem := uint64(73400320 + 4096)
+	if err := os.WriteFile(filepath.Join(root, "memory/docker/abc123/memory.usage_in_bytes"), []byte(strconv.FormatUint(usageMem, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stat := filepath.Join(root, "memory/docker/abc123/memory.stat")
 	big := strings.Repeat("padding_key 1\n", 600) + "total_inactive_file 1048576\n"
 	if err := os.WriteFile(stat, []byte(big), 0o644); err != nil {
@@ -202,7 +208,6 @@ func TestCgroupReaderRereadsItsOpenFiles(t *testing.T) {
 	if first.CPUNs == second.CPUNs || second.CPUNs != 9e9 {
 		t.Errorf("CPU %d then %d: the new value was not read", first.CPUNs, second.CPUNs)
 	}
-	usageMem := uint64(73400320) // the fixture's memory.usage_in_bytes
 	if second.MemBytes != usageMem-1048576 {
 		t.Errorf("memory %d: a memory.stat of %d bytes was not read whole", second.MemBytes, len(big))
 	}

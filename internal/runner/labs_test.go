@@ -122,6 +122,38 @@ func TestLiveLimitChange(t *testing.T) {
 	}
 }
 
+// A live change of the memory limit shows in the next sample: the reader
+// reads the limit file once a second, and at once after a change.
+func TestLiveMemoryChangeInNextSample(t *testing.T) {
+	m := newTestManager(t)
+	r := startSpec(t, m, `{"name": "live memory", "duration": "60s",
+	  "lanes": [{"name": "holder", "workload": {"kind": "mem", "mb": 16, "seconds": 4}, "limits": {"memory": "64m", "memory-swap": "512m"}}]}`)
+	waitFor(t, 30*time.Second, "the lane running with samples", func() bool {
+		return r.View().Lanes[0].State == runner.LaneRunning && len(samplesOf(t, r)) > 5
+	})
+	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{Memory: "128m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, r, time.Minute)
+	var before, after []uint64
+	for _, s := range samplesOf(t, r) {
+		switch {
+		case s.T < rec.AtSeconds:
+			before = append(before, s.MemLimit)
+		case s.T-s.DT >= rec.AtSeconds:
+			after = append(after, s.MemLimit)
+		}
+	}
+	if len(before) == 0 || before[len(before)-1] != 64<<20 {
+		t.Fatalf("limits before the change %v, want 64 MiB", before)
+	}
+	t.Logf("at %.2f before %v after %v", rec.AtSeconds, before[max(0, len(before)-3):], after[:min(len(after), 6)])
+	if len(after) == 0 || after[0] != 128<<20 {
+		t.Errorf("first sample after the change at %.2fs: limits %v, want 128 MiB first", rec.AtSeconds, after)
+	}
+}
+
 // checkSteps asserts that a guided lab's steps were all ticked while it
 // ran, each after the one before it; on emulated CPUs it only logs them.
 func checkSteps(t *testing.T, v runner.RunView) {

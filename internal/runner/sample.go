@@ -17,97 +17,104 @@ func (x *execution) sample(ctx context.Context) {
 	r := x.r
 	ticks, done := r.env.ticks().subscribe(r.interval)
 	defer done()
-	type job struct {
-		i        int
-		rd       engine.Reader
-		progress *engine.ProgressReader
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-ticks:
-			var jobs []job
-			r.mu.Lock()
-			start := r.st.start
-			for i, l := range r.st.lanes {
-				if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
-					jobs = append(jobs, job{i, l.reader, l.progress})
-				}
+			x.sampleOnce(now)
+		}
+	}
+}
+
+// sampleOnce reads the lanes due at the tick now and publishes their
+// samples as one batch.
+func (x *execution) sampleOnce(now time.Time) {
+	r := x.r
+	type job struct {
+		i        int
+		rd       engine.Reader
+		progress *engine.ProgressReader
+	}
+	var jobs []job
+	r.mu.Lock()
+	start := r.st.start
+	for i, l := range r.st.lanes {
+		if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
+			jobs = append(jobs, job{i, l.reader, l.progress})
+		}
+	}
+	r.mu.Unlock()
+	// Read outside the lock. Cgroup files are read in turn, in
+	// well under a millisecond each; engine stats calls, which can
+	// take a second, all at once.
+	counters := make([]engine.Counters, len(jobs))
+	errs := make([]error, len(jobs))
+	type report struct {
+		p   wire.Progress
+		new bool
+	}
+	reports := make([]report, len(jobs))
+	for k, j := range jobs {
+		if j.progress != nil {
+			reports[k].p, reports[k].new = j.progress.Read()
+		}
+	}
+	var reads sync.WaitGroup
+	for k, j := range jobs {
+		if _, slow := j.rd.(*engine.EngineReader); !slow {
+			counters[k], errs[k] = j.rd.Read()
+			continue
+		}
+		reads.Add(1)
+		// Lives for one engine stats call (at most 5 s).
+		go func() {
+			defer reads.Done()
+			counters[k], errs[k] = j.rd.Read()
+		}()
+	}
+	reads.Wait()
+	var batch []engine.Sample
+	r.mu.Lock()
+	phased := r.bounds != nil
+	for k, j := range jobs {
+		l := r.st.lanes[j.i]
+		if errs[k] != nil || l.reader != j.rd {
+			continue // the lane ended meanwhile
+		}
+		c := counters[k]
+		if reports[k].new {
+			l.progressed(reports[k].p)
+		}
+		if l.hasPrev {
+			s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)
+			s.Throughput, s.IOPS = l.rate, l.liveIOPS
+			if l.latency != nil {
+				s.LatencyMs, s.Failures = l.latency, l.failures
+				l.latency = nil // each interval's latency goes out once
 			}
-			r.mu.Unlock()
-			// Read outside the lock. Cgroup files are read in turn, in
-			// well under a millisecond each; engine stats calls, which can
-			// take a second, all at once.
-			counters := make([]engine.Counters, len(jobs))
-			errs := make([]error, len(jobs))
-			type report struct {
-				p   wire.Progress
-				new bool
-			}
-			reports := make([]report, len(jobs))
-			for k, j := range jobs {
-				if j.progress != nil {
-					reports[k].p, reports[k].new = j.progress.Read()
-				}
-			}
-			var reads sync.WaitGroup
-			for k, j := range jobs {
-				if _, slow := j.rd.(*engine.EngineReader); !slow {
-					counters[k], errs[k] = j.rd.Read()
-					continue
-				}
-				reads.Add(1)
-				// Lives for one engine stats call (at most 5 s).
-				go func() {
-					defer reads.Done()
-					counters[k], errs[k] = j.rd.Read()
-				}()
-			}
-			reads.Wait()
-			var batch []engine.Sample
-			r.mu.Lock()
-			phased := r.bounds != nil
-			for k, j := range jobs {
-				l := r.st.lanes[j.i]
-				if errs[k] != nil || l.reader != j.rd {
-					continue // the lane ended meanwhile
-				}
-				c := counters[k]
-				if reports[k].new {
-					l.progressed(reports[k].p)
-				}
-				if l.hasPrev {
-					s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)
-					s.Throughput, s.IOPS = l.rate, l.liveIOPS
-					if l.latency != nil {
-						s.LatencyMs, s.Failures = l.latency, l.failures
-						l.latency = nil // each interval's latency goes out once
-					}
-					batch = append(batch, s)
-					l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps,
-						Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), MemBytes: float64(s.MemBytes)})
-					if phased && l.reported {
-						// Phase means count only samples after the
-						// workload's first report of its rate.
-						l.phased = append(l.phased, s)
-					}
-				}
-				// The interval from the lane's first reading, taken as it
-				// started, to its first tick is off the clock by design.
-				if l.hasPrev && l.every == 0 && l.ticked {
-					r.st.jitter.add(c.At.Sub(l.lastRead), r.interval)
-				}
-				l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
-			}
-			moved := len(batch) > 0 && r.advanceSteps(now.Sub(start).Seconds())
-			r.mu.Unlock()
-			if len(batch) > 0 {
-				r.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
-			}
-			if moved {
-				r.publishView()
+			batch = append(batch, s)
+			l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps,
+				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), MemBytes: float64(s.MemBytes)})
+			if phased && l.reported {
+				// Phase means count only samples after the
+				// workload's first report of its rate.
+				l.phased = append(l.phased, s)
 			}
 		}
+		// The interval from the lane's first reading, taken as it
+		// started, to its first tick is off the clock by design.
+		if l.hasPrev && l.every == 0 && l.ticked {
+			r.st.jitter.add(c.At.Sub(l.lastRead), r.interval)
+		}
+		l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
+	}
+	moved := len(batch) > 0 && r.advanceSteps(now.Sub(start).Seconds())
+	r.mu.Unlock()
+	if len(batch) > 0 {
+		r.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
+	}
+	if moved {
+		r.publishView()
 	}
 }

@@ -100,6 +100,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	r.mu.Unlock()
 	var kernel *engine.KernelView
 	if rd != nil {
+		engine.Refresh(rd) // the next sample reads the new memory limit
 		kv := engine.ReadKernelView(host, rd, applied)
 		kernel = &kv
 	}

@@ -1,0 +1,92 @@
+package engine
+
+import "time"
+
+// Some cgroup files change rarely or only together with another, cheaper
+// one, and the kernel generates each anew on every read (memory.stat is
+// the dearest file a reading takes). The reader re-reads them only when
+// what they follow has moved, and at least once every slowEvery:
+//   - memory.stat, for the inactive file cache subtracted from usage: when
+//     the usage file changed since it was last read. A gauge: a reading
+//     that skips it is at most slowEvery behind, with no rate to distort.
+//   - the memory limit: once every slowEvery, and at the next reading after
+//     Refresh (a live change).
+//   - v1's blkio.throttle.io_service_bytes: when io_serviced, read every
+//     time, has moved. The kernel charges a bio's bytes and its count
+//     together (blk-throttle's throtl_charge_bio), so bytes cannot move
+//     while the count stays.
+//
+// A sampler at 50 ms keeps what matters exact: CPU, throttling, usage, IO
+// counts and pids are read every time.
+const slowEvery = time.Second
+
+type slowFiles struct {
+	memAt                   time.Time // when memory.stat was last read
+	memUsage                uint64    // the usage it was read with
+	inactive, totalInactive uint64
+	hasTotal                bool
+
+	limitAt time.Time
+	limit   uint64
+
+	ioAt            time.Time
+	ioOps           uint64 // reads + writes when the bytes were last read
+	readB, writeB   uint64
+	haveMem, haveIO bool
+	haveLimit       bool
+}
+
+// Refresh makes the next reading take every file, as after a live change
+// of the container's limits.
+func (r *CgroupReader) Refresh() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slow = slowFiles{}
+}
+
+// Refresh makes rd's next reading take every file, where it spaces some
+// out (a CgroupReader).
+func Refresh(rd Reader) {
+	if cr, ok := rd.(*CgroupReader); ok {
+		cr.Refresh()
+	}
+}
+
+// due says whether a file last read at at (have: ever) is to be read at now.
+func due(have bool, at, now time.Time) bool {
+	return !have || now.Sub(at) >= slowEvery
+}
+
+// memStat returns the inactive file cache, re-reading the stat file (read
+// by read) when the usage has moved or it is due.
+func (s *slowFiles) memStat(now time.Time, usage uint64, read func() (inactive, total uint64, hasTotal bool, ok bool)) (inactive, total uint64, hasTotal bool) {
+	if !s.haveMem || usage != s.memUsage || due(s.haveMem, s.memAt, now) {
+		if in, tot, has, ok := read(); ok {
+			s.inactive, s.totalInactive, s.hasTotal = in, tot, has
+			s.memAt, s.memUsage, s.haveMem = now, usage, true
+		}
+	}
+	return s.inactive, s.totalInactive, s.hasTotal
+}
+
+// memLimit returns the memory limit, re-read when due.
+func (s *slowFiles) memLimit(now time.Time, read func() (uint64, error)) uint64 {
+	if due(s.haveLimit, s.limitAt, now) {
+		if v, err := read(); err == nil {
+			s.limit, s.limitAt, s.haveLimit = v, now, true
+		}
+	}
+	return s.limit
+}
+
+// ioBytes returns the bytes read and written, re-read when the operation
+// count ops has moved or they are due.
+func (s *slowFiles) ioBytes(now time.Time, ops uint64, read func() (r, w uint64, ok bool)) (uint64, uint64) {
+	if !s.haveIO || ops != s.ioOps || due(s.haveIO, s.ioAt, now) {
+		if rb, wb, ok := read(); ok {
+			s.readB, s.writeB = rb, wb
+			s.ioAt, s.ioOps, s.haveIO = now, ops, true
+		}
+	}
+	return s.readB, s.writeB
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// fixture copies a test cgroup tree where a test may change its files.
+func fixture(t *testing.T, tree string) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("testdata", tree))); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, r *CgroupReader) Counters {
+	t.Helper()
+	c, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The files read less often are read again when what they follow moves,
+// after a Refresh, and once they are a second old.
+func TestSlowFilesV1(t *testing.T) {
+	root := fixture(t, "cgroup-v1")
+	r, err := FindCgroup(root, "abc123", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := filepath.Join(root, "memory/docker/abc123")
+	blkio := filepath.Join(root, "blkio/docker/abc123")
+	const usage = 73400320
+	if c := read(t, r); c.MemBytes != usage-4194304 || c.MemLimit != 64<<20 || c.ReadBytes != 12288 {
+		t.Fatalf("first reading %+v", c)
+	}
+	stat := func(inactive int) string {
+		return "inactive_file 1048576\ntotal_inactive_file " + strconv.Itoa(inactive) + "\n"
+	}
+
+	// The cache moves while the usage stays: the reading keeps the cache
+	// it read, for up to a second.
+	write(t, filepath.Join(mem, "memory.stat"), stat(8<<20))
+	if c := read(t, r); c.MemBytes != usage-4194304 {
+		t.Errorf("memory.stat read again with the usage unchanged: %d", c.MemBytes)
+	}
+	// The usage moves: memory.stat is read with it.
+	write(t, filepath.Join(mem, "memory.usage_in_bytes"), strconv.Itoa(usage+4096))
+	if c := read(t, r); c.MemBytes != usage+4096-8<<20 {
+		t.Errorf("after the usage moved: %d, want %d", c.MemBytes, usage+4096-8<<20)
+	}
+	// Once a second old it is read whatever the usage does.
+	write(t, filepath.Join(mem, "memory.stat"), stat(2<<20))
+	r.slow.memAt = r.slow.memAt.Add(-slowEvery)
+	if c := read(t, r); c.MemBytes != usage+4096-2<<20 {
+		t.Errorf("a second on: %d, want %d", c.MemBytes, usage+4096-2<<20)
+	}
+
+	// The limit: once a second, and at once after a Refresh.
+	write(t, filepath.Join(mem, "memory.limit_in_bytes"), strconv.Itoa(128<<20))
+	if c := read(t, r); c.MemLimit != 64<<20 {
+		t.Errorf("limit re-read within the second: %d", c.MemLimit)
+	}
+	r.Refresh()
+	if c := read(t, r); c.MemLimit != 128<<20 {
+		t.Errorf("limit after Refresh: %d, want %d", c.MemLimit, 128<<20)
+	}
+
+	// IO bytes follow the operation count, which is read every time.
+	write(t, filepath.Join(blkio, "blkio.throttle.io_service_bytes"), "8:0 Read 65536\n8:0 Write 1048576\nTotal 1114112\n")
+	if c := read(t, r); c.ReadBytes != 12288 {
+		t.Errorf("bytes re-read with the count unchanged: %d", c.ReadBytes)
+	}
+	write(t, filepath.Join(blkio, "blkio.throttle.io_serviced"), "8:0 Read 5\n8:0 Write 256\nTotal 261\n")
+	if c := read(t, r); c.ReadBytes != 65536 || c.ReadOps != 5 {
+		t.Errorf("after the count moved: read %d bytes in %d ops, want 65536 in 5", c.ReadBytes, c.ReadOps)
+	}
+}
+
+func TestSlowFilesV2(t *testing.T) {
+	root := fixture(t, "cgroup-v2")
+	r, err := FindCgroup(root, "abc123", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "system.slice/docker-abc123.scope")
+	first := read(t, r)
+	write(t, filepath.Join(dir, "memory.stat"), "inactive_file 0\n")
+	write(t, filepath.Join(dir, "memory.max"), strconv.Itoa(256<<20))
+	if c := read(t, r); c.MemBytes != first.MemBytes || c.MemLimit != 0 {
+		t.Errorf("re-read within the second with the usage unchanged: %+v", c)
+	}
+	write(t, filepath.Join(dir, "memory.current"), "73404416")
+	r.Refresh()
+	if c := read(t, r); c.MemBytes != 73404416 || c.MemLimit != 256<<20 {
+		t.Errorf("after the usage moved and a Refresh: mem %d, limit %d", c.MemBytes, c.MemLimit)
+	}
+}
