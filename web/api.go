@@ -33,6 +33,11 @@ func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.Runs.Host())
 }
 
+// apiEngines lists the engines runs are placed on: one without a pool.
+func (h *handlers) apiEngines(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"engines": h.Runs.Engines()})
+}
+
 func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
 	c := experiments.Current()
 	writeJSON(w, http.StatusOK, map[string]any{"labs": c.Labs(), "broken": c.Broken()})
@@ -69,7 +74,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
 		return
 	}
-	plan, errs := experiments.Validate(spec, h.Runs.Host().Experiments())
+	plan, errs := h.Runs.Validate(spec)
 	if errs != nil {
 		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
 		return

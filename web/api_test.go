@@ -207,6 +207,18 @@ func TestHostEndpoint(t *testing.T) {
 	}
 }
 
+// Without a pool the one engine is listed, up, with its host.
+func TestEnginesEndpointWithoutAPool(t *testing.T) {
+	srv, _ := newServer(t)
+	var got struct{ Engines []workshop.EngineView }
+	if status := getJSON(t, srv.URL+"/api/engines", &got); status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	if len(got.Engines) != 1 || !got.Engines[0].Up || got.Engines[0].Host == "" || got.Engines[0].Name != "default" {
+		t.Errorf("engines %+v", got.Engines)
+	}
+}
+
 func TestRequestChecks(t *testing.T) {
 	srv, _ := newServer(t)
 	do := func(method, path, host, origin string) int {

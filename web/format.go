@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -216,4 +217,22 @@ func values(xs []float64) string {
 		parts[i] = f3(x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// unsupportedText lists the limits an engine cannot apply, by name.
+func unsupportedText(m map[string]string) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// engineName is the pool's engine a run ran on, or "the one engine".
+func engineName(v runner.RunView) string {
+	if v.Engine == "" {
+		return "the server's one engine"
+	}
+	return v.Engine
 }

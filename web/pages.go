@@ -145,6 +145,10 @@ func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(comparePage(a, b)).ServeHTTP(w, r)
 }
 
+func (h *handlers) poolPage(w http.ResponseWriter, r *http.Request) {
+	templ.Handler(poolPage(h.Runs.Engines())).ServeHTTP(w, r)
+}
+
 func (h *handlers) livePage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(livePage()).ServeHTTP(w, r)
 }

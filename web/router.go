@@ -29,6 +29,11 @@ import (
 // running and ended.
 type Runs interface {
 	Host() engine.HostInfo
+	// Validate checks a spec against the engine, or against a pool's: it
+	// is valid where some engine can run it.
+	Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors)
+	// Engines are the engines runs are placed on, as probed.
+	Engines() []workshop.EngineView
 	// SubmitFrom queues a run for a participant at a client address; a
 	// refusal by a quota is a *workshop.QuotaError.
 	SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error)
@@ -135,12 +140,14 @@ func NewRouter(d Deps) http.Handler {
 		r.Get("/series/{id}", h.seriesPage)
 		r.Get("/runs", h.historyPage)
 		r.Get("/compare", h.comparePage)
+		r.Get("/engines", h.poolPage)
 		r.Get("/live", h.livePage)
 		r.Get("/presenter", h.presenterPage)
 		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
 
 		r.Route("/api", func(r chi.Router) {
 			r.Get("/host", h.apiHost)
+			r.Get("/engines", h.apiEngines)
 			r.Get("/labs", h.apiLabs)
 			r.Get("/runs", h.apiListRuns)
 			r.With(h.mustJoin).Post("/runs", h.apiCreateRun)

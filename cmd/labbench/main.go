@@ -121,7 +121,7 @@ func run(ctx context.Context) error {
 // benchLab runs a lab n times and gathers every lane's measured ratio.
 func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n int) ([]laneStats, int, error) {
 	spec := lab.LabSpec()
-	plan, errs := experiments.Validate(spec, mgr.Host().Experiments())
+	plan, errs := mgr.Validate(spec)
 	if errs != nil {
 		return nil, 0, errs
 	}

@@ -59,6 +59,7 @@ type config struct {
 	addressRuns  int
 	quotas       workshop.Quotas
 	labsDir      string
+	enginesFile  string
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -98,6 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
+	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (README: More than one host); without it, the engine DOCKER_HOST names")
 	fs.StringVar(&c.labsDir, "labs", "", "directory of extra lab files (the JSON of docs/labs.md), loaded at start and again whenever it changes")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
@@ -152,6 +154,34 @@ func splitList(s string) []string {
 	return out
 }
 
+// prepareEngine makes an engine ready for runs: it probes its host, builds
+// the workload image there, probes its block IO control with a container,
+// and removes what an earlier life of this server left on it.
+func prepareEngine(ctx context.Context, eng *client.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
+	if err != nil {
+		return host, "", err
+	}
+	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
+		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
+	image, err := engine.EnsureImage(ctx, eng, bin, log)
+	if err != nil {
+		return host, "", err
+	}
+	// Block IO control is decided by what a probe container is given.
+	if err := engine.ProbeIO(ctx, eng, &host, image, log); err != nil {
+		return host, "", err
+	}
+	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
+		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
+	// Only this server's leftovers: another on the same engine keeps its
+	// containers.
+	if err := workshop.ReapLeftovers(ctx, eng, st, instance, log); err != nil {
+		return host, "", err
+	}
+	return host, image, nil
+}
+
 func run(ctx context.Context, args []string) error {
 	cfg, err := parseFlags(args)
 	if err != nil {
@@ -163,37 +193,22 @@ func run(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	eng, err := engine.NewClient()
-	if err != nil {
-		return fmt.Errorf("docker client: %w", err)
-	}
-	defer eng.Close()
-	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
-		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
-	}
-	host, err := engine.ProbeHost(ctx, eng, cfg.cgroupRoot)
-	if err != nil {
-		return err
-	}
-	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
-		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
 	bin := cfg.workloadBin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			return err
 		}
 	}
-	image, err := engine.EnsureImage(ctx, eng, bin, log)
-	if err != nil {
-		return err
+	var pool []engine.EngineAddress
+	if cfg.enginesFile != "" {
+		b, err := os.ReadFile(cfg.enginesFile)
+		if err != nil {
+			return fmt.Errorf("-engines: %w", err)
+		}
+		if pool, err = engine.ParseEngines(b); err != nil {
+			return fmt.Errorf("-engines %s: %w", cfg.enginesFile, err)
+		}
 	}
-	// Block IO control is decided by what a probe container is given.
-	if err := engine.ProbeIO(ctx, eng, &host, image, log); err != nil {
-		return err
-	}
-	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
-		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
-
 	if cfg.labsDir != "" {
 		// Loaded before anything is served; reloaded until ctx ends.
 		lctx, stop := context.WithCancel(ctx)
@@ -208,23 +223,46 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer st.Close()
 	instance, err := store.Instance(cfg.dataDir)
 	if err != nil {
-		st.Close()
 		return err
 	}
-	// Only this server's leftovers: another on the same engine keeps its
-	// containers.
-	if err := workshop.ReapLeftovers(ctx, eng, st, instance, log); err != nil {
-		st.Close()
-		return err
-	}
-	defer st.Close()
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
+	prepare := func(eng *client.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
+		return func(ctx context.Context) (engine.HostInfo, string, error) {
+			return prepareEngine(ctx, eng, cfg.cgroupRoot, bin, st, instance, log)
+		}
+	}
+	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
+		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
+	var eng *client.Client
+	if pool == nil {
+		if eng, err = engine.NewClient(); err != nil {
+			return fmt.Errorf("docker client: %w", err)
+		}
+		defer eng.Close()
+		if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
+			return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
+		}
+		if opts.Host, opts.Image, err = prepare(eng, log)(ctx); err != nil {
+			return err
+		}
+	} else {
+		for _, a := range pool {
+			c, err := engine.Dial(a)
+			if err != nil {
+				return fmt.Errorf("-engines: %w", err)
+			}
+			defer c.Close()
+			opts.Pool = append(opts.Pool, workshop.PoolEngine{Name: a.Name, Address: a.Host, Engine: c, Prepare: prepare(c, log.With(slog.String("engine", a.Name)))})
+		}
+		eng = opts.Pool[0].Engine.(*client.Client)
+		log.Info("pool", slog.Int("engines", len(pool)), slog.String("file", cfg.enginesFile))
+	}
 	// The manager marks runs the last instance left unfinished as
-	// interrupted; their containers went with the reaping above.
-	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Instance: instance, Interval: cfg.interval, Host: host, Log: log,
-		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas})
+	// interrupted; their containers went with the reaping in prepare.
+	mgr := workshop.NewManager(eng, opts)
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && isLoopback(h) {
 		hosts = append(hosts, web.LoopbackHosts...)

@@ -121,10 +121,10 @@ func waitEnded(t *testing.T, base, id string, within time.Duration, v any) {
 
 // startServer runs the server binary on a free port with its store in
 // dataDir, and waits until it answers.
-func startServer(t *testing.T, bin, dataDir string) (*exec.Cmd, chan error, string) {
+func startServer(t *testing.T, bin, dataDir string, args ...string) (*exec.Cmd, chan error, string) {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "-addr", addr, "-data", dataDir)
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-data", dataDir}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,64 +59,71 @@ var v1Optional = []string{"cpuset"}
 
 // FindCgroup locates a container's cgroup under root (normally
 // /sys/fs/cgroup, or wherever the host's is mounted read-only). pid, when
-// non-zero and visible in /proc, lets it follow any driver or parent.
+// non-zero and visible in /proc, lets it follow any driver or parent; on
+// v1 each controller's path is the process's own, since a hierarchy may
+// nest it under another parent (a memory cgroup the engine was started
+// in, say).
 func FindCgroup(root, id string, pid int) (*CgroupReader, error) {
 	v2 := fileExists(filepath.Join(root, "cgroup.controllers"))
-	rels := []string{"docker/" + id, "system.slice/docker-" + id + ".scope"}
+	defaults := []string{"docker/" + id, "system.slice/docker-" + id + ".scope"}
+	var own map[string]string // by controller ("" on v2)
 	if pid > 0 {
-		if rel, err := procCgroupPath(pid, v2); err == nil && strings.Contains(rel, id) {
-			rels = append([]string{strings.TrimPrefix(rel, "/")}, rels...)
-		}
+		own, _ = procCgroupPaths(pid)
 	}
-	for _, rel := range rels {
-		r := &CgroupReader{v2: v2, dirs: map[string]string{}, files: map[[2]string]openFile{}}
-		ok := true
-		if v2 {
-			d := filepath.Join(root, rel)
-			ok = fileExists(filepath.Join(d, "cpu.stat"))
-			r.dirs["unified"] = d
-		} else {
-			for _, c := range v1Controllers {
-				d := filepath.Join(root, c, rel)
-				if !fileExists(d) {
-					ok = false
-					break
-				}
+	// candidates are the paths to try for a controller, the process's
+	// own first.
+	candidates := func(c string) []string {
+		if p, ok := own[c]; ok && strings.Contains(p, id) {
+			return append([]string{strings.TrimPrefix(p, "/")}, defaults...)
+		}
+		return defaults
+	}
+	r := &CgroupReader{v2: v2, dirs: map[string]string{}, files: map[[2]string]openFile{}}
+	if v2 {
+		for _, rel := range candidates("") {
+			if d := filepath.Join(root, rel); fileExists(filepath.Join(d, "cpu.stat")) {
+				r.dirs["unified"] = d
+				return r, nil
+			}
+		}
+		return nil, fmt.Errorf("engine: no cgroup of container %.12s under %s", id, root)
+	}
+	for _, c := range append(slices.Clone(v1Controllers), v1Optional...) {
+		for _, rel := range candidates(c) {
+			if d := filepath.Join(root, c, rel); fileExists(d) {
 				r.dirs[c] = d
-			}
-			for _, c := range v1Optional {
-				if d := filepath.Join(root, c, rel); ok && fileExists(d) {
-					r.dirs[c] = d
-				}
+				break
 			}
 		}
-		if ok {
-			return r, nil
+		if r.dirs[c] == "" && slices.Contains(v1Controllers, c) {
+			return nil, fmt.Errorf("engine: no %s cgroup of container %.12s under %s", c, id, root)
 		}
 	}
-	return nil, fmt.Errorf("engine: no cgroup of container %.12s under %s", id, root)
+	return r, nil
 }
 
-// procCgroupPath reads the cgroup path of a process from /proc/<pid>/cgroup:
-// "0::<path>" on v2, the cpuacct line on v1.
-func procCgroupPath(pid int, v2 bool) (string, error) {
+// procCgroupPaths reads a process's cgroup paths from /proc/<pid>/cgroup:
+// by controller on v1 ("cpu,cpuacct" lines give both), "" for v2's.
+func procCgroupPaths(pid int) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		if v2 && parts[0] == "0" && parts[1] == "" {
-			return parts[2], nil
+		if parts[0] == "0" && parts[1] == "" {
+			out[""] = parts[2]
+			continue
 		}
-		if !v2 && strings.Contains(","+parts[1]+",", ",cpuacct,") {
-			return parts[2], nil
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
 		}
 	}
-	return "", errors.New("no matching line")
+	return out, nil
 }
 
 func fileExists(p string) bool {

@@ -164,7 +164,7 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec,
 	if errs != nil {
 		t.Fatalf("parse: %v", errs)
 	}
-	p, errs := experiments.Validate(spec, m.Host().Experiments())
+	p, errs := m.Validate(spec)
 	if errs != nil {
 		t.Fatalf("validate: %v", errs)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/moby/moby/client"
 )
 
 // execution is one Execute of a run: the work of carrying the plan out,
@@ -94,19 +96,41 @@ func (x *execution) runLanes(ctx context.Context, log *slog.Logger) (State, stri
 	sampling.Wait()
 
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case r.st.stopped:
+		r.mu.Unlock()
 		return StateStopped, ""
 	case ctx.Err() != nil:
+		r.mu.Unlock()
 		return StateStopped, "the server is shutting down"
 	}
+	failed := ""
 	for i, l := range r.st.lanes {
 		if l.err != "" {
-			return StateFailed, fmt.Sprintf("lane %d (%s): %s", i, r.plan.Lanes[i].Name, l.err)
+			failed = fmt.Sprintf("lane %d (%s): %s", i, r.plan.Lanes[i].Name, l.err)
+			break
 		}
 	}
-	return StateDone, ""
+	r.mu.Unlock()
+	if failed == "" {
+		return StateDone, ""
+	}
+	// A lane that failed because the engine went away leaves a run
+	// interrupted, not failed: what it measured is kept, and its
+	// containers are removed when the engine answers again.
+	if gone := x.engineGone(ctx); gone != nil {
+		return StateInterrupted, "the engine stopped answering (" + gone.Error() + "): " + failed
+	}
+	return StateFailed, failed
+}
+
+// engineGone asks the engine for its version; the error if it does not
+// answer within a few seconds.
+func (x *execution) engineGone(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	_, err := x.r.env.Engine.ServerVersion(ctx, client.ServerVersionOptions{})
+	return err
 }
 
 // finish gives the run its final state, phases and verdict.

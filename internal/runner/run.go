@@ -93,6 +93,8 @@ type Run struct {
 	spec        experiments.Spec
 	plan        experiments.Plan
 	host        string // the host in a few words, as the run records it
+	engine      string // the pool's engine it runs on, once assigned
+	recorder    Recorder
 	statsNote   string
 	interval    time.Duration
 	bounds      []float64 // the plan's phase bounds
@@ -111,7 +113,7 @@ type Run struct {
 
 // New makes a queued run of a validated plan.
 func New(env *Env, id, participant string, spec experiments.Spec, plan experiments.Plan) *Run {
-	r := &Run{env: env, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
+	r := &Run{env: env, recorder: env.Recorder, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
 		interval: env.interval(), bounds: plan.PhaseBounds(), hub: hub.New(0), done: make(chan struct{})}
 	if plan.Interval > 0 {
 		r.interval = plan.Interval
@@ -126,6 +128,21 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 	r.initSteps()
 	return r
 }
+
+// Assign gives a queued run the engine it is to run on, one of a pool's:
+// it records that engine's host and runs there when executed. It is
+// called before Execute.
+func (r *Run) Assign(env *Env, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.env, r.engine, r.host, r.statsNote = env, name, env.Host.Describe(), ""
+	if !env.Host.ReadsCgroups() {
+		r.statsNote = env.Host.StatsNote
+	}
+}
+
+// Spec is the spec the run was made from.
+func (r *Run) Spec() experiments.Spec { return r.spec }
 
 // Series places a run among the repeats of one spec: the series' id (its
 // first run's), the run's index from 0, and every run's id in order.
@@ -184,15 +201,15 @@ func (r *Run) publish(m Message) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	r.hub.Publish(b)
-	if r.env.Recorder != nil {
-		r.env.Recorder.Record(r.id, b)
+	if r.recorder != nil {
+		r.recorder.Record(r.id, b)
 	}
 }
 
 // save writes the run's row.
 func (r *Run) save() {
-	if r.env.Recorder != nil {
-		r.env.Recorder.Save(r.View(), r.participant)
+	if r.recorder != nil {
+		r.recorder.Save(r.View(), r.participant)
 	}
 }
 

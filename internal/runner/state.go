@@ -21,7 +21,8 @@ const (
 	// and never started.
 	StateRefused State = "refused"
 	// StateInterrupted: the server died while the run was queued or
-	// running; what was recorded until then is kept.
+	// running, or its engine stopped answering while it ran; what was
+	// recorded until then is kept.
 	StateInterrupted State = "interrupted"
 )
 

@@ -118,6 +118,9 @@ type RunView struct {
 	// Host is where the run was measured: the engine, cgroup version and
 	// CPUs, so that runs from two hosts compare knowingly.
 	Host string `json:"host,omitempty"`
+	// Engine is the name of the pool's engine the run ran on ("" with no
+	// pool: the one engine).
+	Engine string `json:"engine,omitempty"`
 	// Imported runs were exported elsewhere and imported here.
 	Imported   bool      `json:"imported,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -148,7 +151,7 @@ func (r *Run) viewLocked() RunView {
 	s := &r.st
 	v := RunView{
 		ID: r.id, Lab: r.plan.Lab, Name: r.plan.Name, Spec: r.spec, Mode: r.plan.Mode, Duration: r.plan.Duration.Seconds(),
-		State: s.state, Ended: s.state.Ended(), Error: s.err, QueuePosition: s.queuePos, Host: r.host,
+		State: s.state, Ended: s.state.Ended(), Error: s.err, QueuePosition: s.queuePos, Host: r.host, Engine: r.engine,
 		CreatedAt: s.createdAt, IntervalMs: r.interval.Milliseconds(), StatsNote: r.statsNote,
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,

@@ -238,6 +238,7 @@ func TestFakeImportChecks(t *testing.T) {
 		// server never made.
 		e.Run.Steps = []runner.StepView{{Prompt: "<script>alert(1)</script>", State: "hacked", Value: 7}}
 		e.Run.Series = &runner.Series{ID: "../../admin", Runs: []string{"x"}}
+		e.Run.Engine = "<img src=x onerror=alert(1)>"
 	})
 	id, err := m.Archive().Import(planted)
 	if err != nil {
@@ -247,8 +248,8 @@ func TestFakeImportChecks(t *testing.T) {
 	if l := v.Lanes[0]; strings.Contains(l.DockerRun, "privileged") || !strings.Contains(l.DockerRun, "--cpus 0.5") {
 		t.Errorf("docker run taken from the file: %q", l.DockerRun)
 	}
-	if v.Steps != nil || v.Series != nil {
-		t.Errorf("steps %+v and series %+v taken from the file", v.Steps, v.Series)
+	if v.Steps != nil || v.Series != nil || v.Engine != "" {
+		t.Errorf("steps %+v, series %+v and engine %q taken from the file", v.Steps, v.Series, v.Engine)
 	}
 	if v.CreatedAt.After(time.Now()) {
 		t.Errorf("created at %s, in the future", v.CreatedAt)

@@ -132,6 +132,9 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 		}
 	}
 	v.Error, v.Host, v.StatsNote = clip(v.Error, maxImportText), clip(v.Host, maxImportShort), clip(v.StatsNote, maxImportShort)
+	if !engine.ValidEngineName(v.Engine) {
+		v.Engine = "" // the engine it ran on elsewhere, if it names one
+	}
 	v.PhaseBounds = plan.PhaseBounds()
 	var missing []engine.Missing
 	for _, m := range v.Missing {

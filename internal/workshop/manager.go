@@ -53,6 +53,14 @@ type Options struct {
 	// CacheBytes bounds the ended runs' streams kept in memory for their
 	// viewers (DefaultCacheBytes if zero).
 	CacheBytes int64
+	// Pool, when set, are the engines runs are placed on, one run per
+	// engine at a time; the engine NewManager is given is then unused, and
+	// Image and Host are only the defaults of a pool none of whose
+	// engines is up yet.
+	Pool []PoolEngine
+	// ProbeEvery is how often a pool's engines are probed (ProbeEvery,
+	// 30 s, if zero).
+	ProbeEvery time.Duration
 }
 
 // DefaultStoreMinFree is enough for a long twelve-lane run's samples.
@@ -82,12 +90,16 @@ type entry struct {
 	// follows: a series' later run not queued yet; the quotas count a
 	// series once, by its run that is queued or running.
 	follows bool
+	// engine is the engine it runs on, once placed; fits caches whether
+	// its spec validates on each engine of a pool (nil without a pool).
+	engine *poolEngine
+	fits   map[string]bool
 }
 
 // Manager queues, runs and remembers experiments.
 type Manager struct {
-	eng  engine.Engine
-	env  *runner.Env
+	env  *runner.Env // what a run is made with; placing it gives it its engine's
+	pool []*poolEngine
 	opts Options
 	log  *slog.Logger
 
@@ -135,7 +147,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 		env.Recorder = recorder{opts.Store}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{eng: eng, env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
+	m := &Manager{env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
 		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
 	m.archive = &Archive{st: opts.Store, log: opts.Log, cache: newStreamCache(opts.CacheBytes), live: func(id string) (*runner.Run, bool) {
 		e, ok := m.live(id)
@@ -146,12 +158,24 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	}}
 	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.View(id); return ok })
 	m.archive.recover(m.featured)
+	if opts.Pool == nil {
+		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
+			env: env, host: opts.Host, up: true, running: map[*entry]bool{}, watching: true}
+		m.pool = []*poolEngine{one}
+		m.wg.Add(1)
+		// The event watcher lives as long as the manager.
+		go func() {
+			defer m.wg.Done()
+			engine.Watch(ctx, eng, m.log, m.onEvent)
+		}()
+		return m
+	}
+	for _, pe := range opts.Pool {
+		m.pool = append(m.pool, &poolEngine{PoolEngine: pe, capacity: 1, running: map[*entry]bool{}})
+	}
+	m.probeAll(ctx)
 	m.wg.Add(1)
-	// The event watcher lives as long as the manager.
-	go func() {
-		defer m.wg.Done()
-		engine.Watch(ctx, eng, m.log, m.onEvent)
-	}()
+	go m.prober() // lives until Shutdown
 	return m
 }
 
@@ -181,8 +205,18 @@ func ReapLeftovers(ctx context.Context, eng engine.Engine, st *store.Store, inst
 	return nil
 }
 
-// Host is what the manager knows of the engine's host.
-func (m *Manager) Host() engine.HostInfo { return m.opts.Host }
+// Host is what the manager knows of the engine's host; in a pool, the
+// first engine's that is up (Options.Host while none is).
+func (m *Manager) Host() engine.HostInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, pe := range m.pool {
+		if pe.up && pe.env != nil {
+			return pe.host
+		}
+	}
+	return m.opts.Host
+}
 
 // onEvent marks an engine event on the lane of the run in memory it
 // belongs to.
@@ -304,7 +338,13 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, e := range runs {
-		if _, err := engine.Reap(context.WithoutCancel(ctx), m.eng, e.run.ID(), m.log); err != nil {
+		m.mu.Lock()
+		pe := e.engine
+		m.mu.Unlock()
+		if pe == nil {
+			continue // never placed: it made no container
+		}
+		if _, err := engine.Reap(context.WithoutCancel(ctx), pe.Engine, e.run.ID(), m.log); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -36,7 +37,10 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 			return nil, fmt.Errorf("%w: %v", ErrStore, err)
 		}
 	}
-	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.opts.Host.NCPU)}
+	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.Host().NCPU)}
+	if m.opts.Pool != nil {
+		e.fits = map[string]bool{}
+	}
 	if plan.Repeat > 1 {
 		e.rest = newSeries(m.env, e, spec, plan)
 	}
@@ -105,19 +109,17 @@ func (m *Manager) admitLocked(e *entry, participant string) error {
 func (m *Manager) schedule() {
 	m.mu.Lock()
 	if m.ctx.Err() == nil {
-		for len(m.running) < m.opts.MaxRunning {
-			var inUse ask
-			for o := range m.running {
-				inUse = inUse.plus(o.ask)
-			}
-			e, ok := m.queue.Next(func(e *entry) bool {
-				return checkLimits("host", e.run.Plan(), e.ask, inUse, m.opts.Quotas.Host) == nil
-			})
+		for {
+			e, ok := m.queue.Next(func(e *entry) bool { return m.engineForLocked(e) != nil })
 			if !ok {
 				break
 			}
+			pe := m.engineForLocked(e)
 			e.expiry.Stop()
-			m.running[e] = true
+			m.running[e], pe.running[e], e.engine = true, true, pe
+			if m.opts.Pool != nil {
+				e.run.Assign(pe.env, pe.Name)
+			}
 			m.launchLocked(e)
 		}
 	}
@@ -138,6 +140,8 @@ func (m *Manager) launchLocked(e *entry) {
 		next := m.nextInSeries(e)
 		m.mu.Lock()
 		delete(m.running, e)
+		delete(e.engine.running, e)
+		m.lostLocked(e)
 		// The series' next run takes its turn in the queue like any
 		// other: the participants waiting are served between its runs.
 		queued := next != nil && m.ctx.Err() == nil
@@ -243,8 +247,9 @@ func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, chan
 	if err == nil {
 		// The run's ask is what its lanes may use now.
 		res := e.run.Resources()
+		ncpu := m.hostOf(e).NCPU
 		m.mu.Lock()
-		e.ask = askOf(withResources(e.run.Plan(), res), m.opts.Host.NCPU)
+		e.ask = askOf(withResources(e.run.Plan(), res), ncpu)
 		m.mu.Unlock()
 	}
 	return rec, err
@@ -258,8 +263,9 @@ func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) e
 	res := e.run.Resources()
 	res[lane] = after
 	plan := withResources(e.run.Plan(), res)
-	a := askOf(plan, m.opts.Host.NCPU)
-	if total := m.opts.Host.MemTotal; total > 0 && a.memory > total {
+	host := m.hostOf(e)
+	a := askOf(plan, host.NCPU)
+	if total := host.MemTotal; total > 0 && a.memory > total {
 		return experiments.Errors{{Lane: lane, Field: "memory", Message: fmt.Sprintf(
 			"the run's lanes would ask for %s of memory in all, more than the host's %s", units.BytesSize(float64(a.memory)), units.BytesSize(float64(total)))}}
 	}
@@ -273,7 +279,7 @@ func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) e
 		if o.run.Participant() == e.run.Participant() {
 			mine = mine.plus(o.ask)
 		}
-		if m.running[o] {
+		if m.running[o] && o.engine == e.engine {
 			running = running.plus(o.ask)
 		}
 	}
@@ -289,6 +295,17 @@ func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) e
 		return err
 	}
 	return nil
+}
+
+// hostOf is the host of the engine e runs on, or the manager's.
+func (m *Manager) hostOf(e *entry) engine.HostInfo {
+	m.mu.Lock()
+	pe := e.engine
+	m.mu.Unlock()
+	if pe == nil {
+		return m.Host()
+	}
+	return pe.host
 }
 
 // forget drops an ended run from memory once the store has all of it, so

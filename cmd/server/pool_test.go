@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// TestServerWithAPool runs the binary on an engines file of two engines
+// of the test's own: both are probed and listed, two runs run at once, one
+// on each, and the pages name them.
+func TestServerWithAPool(t *testing.T) {
+	bin, err := enginetest.BuildBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := make([]*enginetest.Dockerd, 2)
+	var wg sync.WaitGroup
+	for i, n := range []string{"sa", "sb"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(t, n, enginetest.DockerdOptions{}) }()
+	}
+	wg.Wait()
+	if ds[0] == nil || ds[1] == nil {
+		t.FailNow()
+	}
+	file := filepath.Join(t.TempDir(), "engines.json")
+	body := `{"engines": [{"name": "sa", "host": "` + ds[0].Host + `"}, {"name": "sb", "host": "` + ds[1].Host + `"}]}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, exited, base := startServer(t, bin, t.TempDir(), "-engines", file)
+
+	var engines struct{ Engines []workshop.EngineView }
+	getJSON(t, base+"/api/engines", &engines)
+	if len(engines.Engines) != 2 || !engines.Engines[0].Up || !engines.Engines[1].Up {
+		t.Fatalf("GET /api/engines: %+v", engines)
+	}
+	spec := `{"name": "pooled", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.25"}}]}`
+	a, b := submit(t, base, spec), submit(t, base, spec)
+	var va, vb struct {
+		State, Engine string
+		Ended         bool
+		StartedAt     time.Time `json:"started_at"`
+		EndedAt       time.Time `json:"ended_at"`
+	}
+	waitEnded(t, base, a, time.Minute, &va)
+	waitEnded(t, base, b, time.Minute, &vb)
+	if va.State != "done" || vb.State != "done" || va.Engine == vb.Engine || va.Engine == "" {
+		t.Fatalf("runs %+v and %+v: want both done, on the two engines", va, vb)
+	}
+	if !va.StartedAt.Before(vb.EndedAt) || !vb.StartedAt.Before(va.EndedAt) {
+		t.Errorf("the runs did not overlap: %v–%v and %v–%v", va.StartedAt, va.EndedAt, vb.StartedAt, vb.EndedAt)
+	}
+	res, err := http.Get(base + "/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`data-engine="sa"`, `data-engine="sb"`, ds[0].Host} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("/engines lacks %s", want)
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("server exited with %v after SIGTERM", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("server did not exit within a minute of SIGTERM")
+	}
+}
+
+// A broken engines file stops the server before it serves, naming the
+// engine and the field.
+func TestServerRefusesABrokenEnginesFile(t *testing.T) {
+	bin, err := enginetest.BuildBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "engines.json")
+	if err := os.WriteFile(file, []byte(`{"engines": [{"name": "lab-1", "host": "tcp://10.0.0.9:2375"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-addr", freeAddr(t), "-data", t.TempDir(), "-engines", file).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `engine 1 ("lab-1"): tls:`) {
+		t.Fatalf("server with a tcp engine without TLS: %v\n%s", err, out)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}

@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+
+	"github.com/moby/moby/client"
+)
+
+// EngineAddress is one engine of a pool, as an engines file names it: by
+// Docker's own addressing, with the TLS files a tcp:// engine needs.
+type EngineAddress struct {
+	Name string `json:"name"`
+	Host string `json:"host"` // unix:///path/docker.sock or tcp://host:port
+	TLS  *struct {
+		CA   string `json:"ca"`
+		Cert string `json:"cert"`
+		Key  string `json:"key"`
+	} `json:"tls,omitempty"`
+}
+
+// MaxEngines bounds an engines file; MaxEnginesFile its size.
+const (
+	MaxEngines     = 64
+	MaxEnginesFile = 64 << 10
+)
+
+var engineName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// ValidEngineName says whether s can name an engine of a pool.
+func ValidEngineName(s string) bool { return engineName.MatchString(s) }
+
+// ParseEngines reads an engines file:
+//
+//	{"engines": [{"name": "bench-1", "host": "unix:///run/docker.sock"},
+//	             {"name": "bench-2", "host": "tcp://10.0.0.12:2376",
+//	              "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"}}]}
+//
+// Its errors name the engine and the field. An engine on tcp:// must have
+// TLS: whoever reaches its port is root on its host.
+func ParseEngines(b []byte) ([]EngineAddress, error) {
+	if len(b) > MaxEnginesFile {
+		return nil, fmt.Errorf("engines file: %d bytes, at most %d", len(b), MaxEnginesFile)
+	}
+	var f struct {
+		Engines []EngineAddress `json:"engines"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("engines file: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("engines file: more after the object")
+	}
+	switch {
+	case len(f.Engines) == 0:
+		return nil, errors.New("engines file: engines: list at least one engine")
+	case len(f.Engines) > MaxEngines:
+		return nil, fmt.Errorf("engines file: engines: %d engines, at most %d", len(f.Engines), MaxEngines)
+	}
+	seen := map[string]bool{}
+	for i, e := range f.Engines {
+		fail := func(field, format string, args ...any) error {
+			return fmt.Errorf("engines file: engine %d (%q): %s: %s", i+1, e.Name, field, fmt.Sprintf(format, args...))
+		}
+		if !engineName.MatchString(e.Name) {
+			return nil, fail("name", "want 1 to 32 lowercase letters, digits and dashes")
+		}
+		if seen[e.Name] {
+			return nil, fail("name", "named twice")
+		}
+		seen[e.Name] = true
+		u, err := url.Parse(e.Host)
+		if err != nil {
+			return nil, fail("host", "%v", err)
+		}
+		switch u.Scheme {
+		case "unix":
+			if u.Path == "" {
+				return nil, fail("host", "want unix:///path/to/docker.sock")
+			}
+			if e.TLS != nil {
+				return nil, fail("tls", "a unix socket takes no TLS")
+			}
+		case "tcp":
+			if u.Host == "" {
+				return nil, fail("host", "want tcp://host:port")
+			}
+			if e.TLS == nil || e.TLS.CA == "" || e.TLS.Cert == "" || e.TLS.Key == "" {
+				return nil, fail("tls", "an engine on tcp:// needs ca, cert and key: whoever reaches its port is root on its host")
+			}
+		case "ssh":
+			return nil, fail("host", "ssh:// is not supported: forward the engine's socket (ssh -NL /run/limitlab/%s.sock:/var/run/docker.sock host) and name it as unix://", e.Name)
+		default:
+			return nil, fail("host", "want unix:// or tcp://, got %q", e.Host)
+		}
+	}
+	return f.Engines, nil
+}
+
+// Dial makes the client of an engine of a pool.
+func Dial(a EngineAddress) (*client.Client, error) {
+	opts := []client.Opt{client.WithHost(a.Host)}
+	if a.TLS != nil {
+		opts = append(opts, client.WithTLSClientConfig(a.TLS.CA, a.TLS.Cert, a.TLS.Key))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: %w", a.Name, err)
+	}
+	return c, nil
+}

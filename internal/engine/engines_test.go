@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseEngines(t *testing.T) {
+	good := `{"engines": [{"name": "bench-1", "host": "unix:///run/docker.sock"},
+	  {"name": "bench-2", "host": "tcp://10.0.0.12:2376", "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"}}]}`
+	es, err := ParseEngines([]byte(good))
+	if err != nil || len(es) != 2 || es[1].TLS == nil || es[1].TLS.Key != "key.pem" {
+		t.Fatalf("%+v %v", es, err)
+	}
+	for _, tt := range []struct{ file, want string }{
+		{`{"engines": []}`, "engines: list at least one engine"},
+		{`{"engines": [{"name": "a", "host": "unix:///s"}], "extra": 1}`, `unknown field "extra"`},
+		{`{"engines": [{"name": "A b", "host": "unix:///s"}]}`, `engine 1 ("A b"): name:`},
+		{`{"engines": [{"name": "a", "host": "unix:///s"}, {"name": "a", "host": "unix:///t"}]}`, `engine 2 ("a"): name: named twice`},
+		{`{"engines": [{"name": "a", "host": "tcp://h:2375"}]}`, `engine 1 ("a"): tls: an engine on tcp:// needs ca, cert and key`},
+		{`{"engines": [{"name": "a", "host": "ssh://me@h"}]}`, `engine 1 ("a"): host: ssh:// is not supported: forward`},
+		{`{"engines": [{"name": "a", "host": "http://h"}]}`, `engine 1 ("a"): host: want unix:// or tcp://`},
+		{`{"engines": [{"name": "a", "host": "unix:///s", "tls": {"ca": "x", "cert": "y", "key": "z"}}]}`, `tls: a unix socket takes no TLS`},
+		{`{"engines": [{"name": "a", "host": "unix:///s"}]} {}`, "more after the object"},
+		{strings.Repeat(" ", MaxEnginesFile+1), "at most"},
+	} {
+		if _, err := ParseEngines([]byte(tt.file)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%.60s: got %v, want %q", tt.file, err, tt.want)
+		}
+	}
+}

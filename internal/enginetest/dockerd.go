@@ -1,0 +1,199 @@
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/moby/moby/client"
+)
+
+// Dockerd is a Docker engine a test starts beside the machine's own, as a
+// pool's engine: its own socket, data root, exec root, pidfile, cgroup
+// parent and containerd namespace, and so its own containerd, which it
+// supervises. Its containers have no network (lanes need none), so it
+// makes no bridge and touches no iptables.
+type Dockerd struct {
+	Name   string
+	Host   string // unix:///run/ll-<name>/docker.sock
+	Client *client.Client
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *os.File
+}
+
+// DockerdOptions change how StartDockerd starts an engine.
+type DockerdOptions struct {
+	// DataRootOnTmpfs puts the engine's data root on a tmpfs of its own:
+	// no block device under it, so no block IO throttle can name one.
+	DataRootOnTmpfs bool
+}
+
+// StartDockerd starts an engine named name (a few lowercase letters) and
+// returns once it answers; the test's end stops it and removes its files.
+func StartDockerd(t testing.TB, name string, o DockerdOptions) *Dockerd {
+	t.Helper()
+	run := "/run/ll-" + name // a unix socket's path is short
+	data := "/var/lib/limitlab-test/" + name
+	for _, d := range []string{run, data} {
+		_ = os.RemoveAll(d)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.DataRootOnTmpfs {
+		if err := syscall.Mount("tmpfs", data, "tmpfs", 0, "size=512m"); err != nil {
+			t.Fatalf("tmpfs for %s: %v", name, err)
+		}
+	}
+	logf, err := os.Create(filepath.Join(run, "dockerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf}
+	d.cmd = exec.Command("dockerd",
+		"--host", d.Host, "--data-root", data, "--exec-root", run+"/exec", "--pidfile", run+"/docker.pid",
+		"--cgroup-parent", "limitlab-pool-"+name, "--containerd-namespace", "ll-"+name, "--containerd-plugins-namespace", "ll-"+name+"-plugins",
+		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--log-level", "warn")
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("start dockerd %s: %v", name, err)
+	}
+	go func() { _ = d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() {
+		d.Stop()
+		logf.Close()
+		// A killed engine leaves its containers' shims and mounts behind.
+		killShims("ll-" + name)
+		unmountUnder(run)
+		unmountUnder(data)
+		if o.DataRootOnTmpfs {
+			_ = syscall.Unmount(data, syscall.MNT_DETACH)
+		}
+		if err := os.RemoveAll(data); err != nil {
+			t.Logf("dockerd %s: data root left: %v", name, err)
+		}
+		_ = os.RemoveAll(run)
+	})
+	if d.Client, err = client.New(client.WithHost(d.Host)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := d.Client.Ping(ctx, client.PingOptions{})
+		cancel()
+		if err == nil {
+			return d
+		}
+		select {
+		case <-d.exited:
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("dockerd %s exited: %s", name, lastLines(string(b), 20))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dockerd %s does not answer at %s: %v", name, d.Host, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop asks the engine to stop (it stops its containers and containerd)
+// and waits, killing it after 30 s.
+func (d *Dockerd) Stop() {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+	}
+}
+
+// Kill kills the engine and what it supervises (its containerd), as a
+// host going away would; its containers' shims live on until the
+// containers exit.
+func (d *Dockerd) Kill() {
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	<-d.exited
+}
+
+// killShims kills the containerd shims of a containerd namespace: an
+// engine killed with its containerd leaves them waiting for it.
+func killShims(namespace string) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 3 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		for i := range args[:len(args)-1] {
+			if args[i] == "-namespace" && args[i+1] == namespace {
+				if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
+}
+
+// unmountUnder detaches dir and every mount below it, deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+// Prepare is what a server does to a pool's engine before it takes runs,
+// with the test's binary: probe the host, build the workload image there,
+// probe its block IO control.
+func Prepare(ctx context.Context, c *client.Client, bin string) (engine.HostInfo, string, error) {
+	h, err := engine.ProbeHost(ctx, c, "/sys/fs/cgroup")
+	if err != nil {
+		return h, "", err
+	}
+	img, err := engine.EnsureImage(ctx, c, bin, slog.Default())
+	if err != nil {
+		return h, "", fmt.Errorf("image: %w", err)
+	}
+	if err := engine.ProbeIO(ctx, c, &h, img, slog.Default()); err != nil {
+		return h, "", err
+	}
+	return h, img, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
