@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: run test test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: pool-demo run test test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -71,6 +71,11 @@ soak: build
 
 # What Limit Lab costs the host against `docker stats`, for the same twelve
 # containers: three rounds of three 20 s windows, into docs/benchmarks.md.
+# The dashboard on a pool of three dockerd started beside this machine's
+# own (README: More than one host); interrupt it to stop them all.
+pool-demo: build
+	$(GO) run ./cmd/pooldemo -bin bin/limitlab
+
 bench-overhead: build
 	$(GO) run ./cmd/overhead -bin bin/limitlab -out docs/benchmarks.md
 

@@ -29,6 +29,8 @@ type Dockerd struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    *os.File
+	run    string // its socket, exec root, pidfile and log
+	data   string // its data root
 }
 
 // DockerdOptions change how StartDockerd starts an engine.
@@ -42,24 +44,40 @@ type DockerdOptions struct {
 // returns once it answers; the test's end stops it and removes its files.
 func StartDockerd(t testing.TB, name string, o DockerdOptions) *Dockerd {
 	t.Helper()
+	d, err := StartEngine(name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Log(err)
+		}
+	})
+	return d
+}
+
+// StartEngine starts an engine named name under /run/ll-<name> and
+// /var/lib/limitlab-test/<name>, and returns once it answers. Close stops
+// it and removes its files.
+func StartEngine(name string, o DockerdOptions) (*Dockerd, error) {
 	run := "/run/ll-" + name // a unix socket's path is short
 	data := "/var/lib/limitlab-test/" + name
 	for _, d := range []string{run, data} {
 		_ = os.RemoveAll(d)
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	if o.DataRootOnTmpfs {
 		if err := syscall.Mount("tmpfs", data, "tmpfs", 0, "size=512m"); err != nil {
-			t.Fatalf("tmpfs for %s: %v", name, err)
+			return nil, fmt.Errorf("tmpfs for %s: %w", name, err)
 		}
 	}
 	logf, err := os.Create(filepath.Join(run, "dockerd.log"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf}
+	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf, run: run, data: data}
 	d.cmd = exec.Command("dockerd",
 		"--host", d.Host, "--data-root", data, "--exec-root", run+"/exec", "--pidfile", run+"/docker.pid",
 		"--cgroup-parent", "limitlab-pool-"+name, "--containerd-namespace", "ll-"+name, "--containerd-plugins-namespace", "ll-"+name+"-plugins",
@@ -67,26 +85,16 @@ func StartDockerd(t testing.TB, name string, o DockerdOptions) *Dockerd {
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start dockerd %s: %v", name, err)
+		logf.Close()
+		return nil, fmt.Errorf("start dockerd %s: %w", name, err)
 	}
 	go func() { _ = d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		d.Stop()
-		logf.Close()
-		// A killed engine leaves its containers' shims and mounts behind.
-		killShims("ll-" + name)
-		unmountUnder(run)
-		unmountUnder(data)
-		if o.DataRootOnTmpfs {
-			_ = syscall.Unmount(data, syscall.MNT_DETACH)
-		}
-		if err := os.RemoveAll(data); err != nil {
-			t.Logf("dockerd %s: data root left: %v", name, err)
-		}
-		_ = os.RemoveAll(run)
-	})
+	fail := func(err error) (*Dockerd, error) {
+		_ = d.Close()
+		return nil, err
+	}
 	if d.Client, err = client.New(client.WithHost(d.Host)); err != nil {
-		t.Fatal(err)
+		return fail(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -94,19 +102,34 @@ func StartDockerd(t testing.TB, name string, o DockerdOptions) *Dockerd {
 		_, err := d.Client.Ping(ctx, client.PingOptions{})
 		cancel()
 		if err == nil {
-			return d
+			return d, nil
 		}
 		select {
 		case <-d.exited:
 			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("dockerd %s exited: %s", name, lastLines(string(b), 20))
+			return fail(fmt.Errorf("dockerd %s exited: %s", name, lastLines(string(b), 20)))
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dockerd %s does not answer at %s: %v", name, d.Host, err)
+			return fail(fmt.Errorf("dockerd %s does not answer at %s: %v", name, d.Host, err))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// Close stops the engine and removes its files: what a killed engine left
+// too (its containers' shims and mounts).
+func (d *Dockerd) Close() error {
+	d.Stop()
+	d.log.Close()
+	killShims("ll-" + d.Name)
+	unmountUnder(d.run)
+	unmountUnder(d.data)
+	_ = os.RemoveAll(d.run)
+	if err := os.RemoveAll(d.data); err != nil {
+		return fmt.Errorf("dockerd %s: data root left: %w", d.Name, err)
+	}
+	return nil
 }
 
 // Stop asks the engine to stop (it stops its containers and containerd)

@@ -1,0 +1,103 @@
+package workshop_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+func fakePrepare(f *enginefake.Engine) func(context.Context) (engine.HostInfo, string, error) {
+	return func(context.Context) (engine.HostInfo, string, error) { return f.Host(), "limitlab-workload:fake", nil }
+}
+
+func poolSubmit(t *testing.T, m *workshop.Manager, participant, specJSON string) *runner.Run {
+	t.Helper()
+	spec, errs := experiments.Parse([]byte(specJSON))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	plan, errs := m.Validate(spec)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r, err := m.Submit(spec, plan, participant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Placement on a pool, on fake engines: a run goes to the first idle
+// engine its spec validates on, never beside another run; a run no idle
+// engine can take waits; an engine that cannot be made ready stays out of
+// the pool and joins once it can.
+func TestFakePoolPlacement(t *testing.T) {
+	small, big, late := enginefake.New(), enginefake.New(), enginefake.New()
+	big.NCPU = 8
+	for _, f := range []*enginefake.Engine{small, big, late} {
+		f.Runtime = 300 * time.Millisecond
+	}
+	var lateReady atomic.Bool
+	m := workshop.NewManager(small, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, Pool: []workshop.PoolEngine{
+		{Name: "small", Address: "tcp://small:2376", Engine: small, Prepare: fakePrepare(small)},
+		{Name: "big", Address: "tcp://big:2376", Engine: big, Prepare: fakePrepare(big)},
+		{Name: "late", Address: "tcp://late:2376", Engine: late, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+			if !lateReady.Load() {
+				return engine.HostInfo{}, "", errors.New("connection refused")
+			}
+			return fakePrepare(late)(ctx)
+		}},
+	}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	engines := m.Engines()
+	if len(engines) != 3 || !engines[0].Up || !engines[1].Up || engines[2].Up || engines[2].Error != "connection refused" {
+		t.Fatalf("engines %+v", engines)
+	}
+
+	// Pinned to CPUs 4-7: only big has them.
+	wide := poolSubmit(t, m, "ann", `{"name": "wide", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "4-7"}}]}`)
+	narrow := poolSubmit(t, m, "bob", fakeSpec)
+	third := poolSubmit(t, m, "cat", fakeSpec)
+	// Placing is done by the time Submit returns.
+	if v := wide.View(); v.Engine != "big" {
+		t.Errorf("the wide run was placed on %q, want big", v.Engine)
+	}
+	if v := narrow.View(); v.Engine != "small" {
+		t.Errorf("the narrow run was placed on %q, want small", v.Engine)
+	}
+	if v := third.View(); v.State != runner.StateQueued || v.Engine != "" {
+		t.Errorf("the third run is %s on %q, want queued: both engines that are up are busy", v.State, v.Engine)
+	}
+	for _, r := range []*runner.Run{wide, narrow, third} {
+		if v := ended(t, r); v.State != runner.StateDone {
+			t.Errorf("run %s on %s: %s %s", v.ID, v.Engine, v.State, v.Error)
+		}
+	}
+
+	// The engine that could not be prepared joins once it can.
+	lateReady.Store(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for !m.Engines()[2].Up {
+		if time.Now().After(deadline) {
+			t.Fatalf("late never joined: %+v", m.Engines()[2])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A spec no engine can run is refused at once, naming the field.
+	spec, _ := experiments.Parse([]byte(`{"name": "huge", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "0-15"}}]}`))
+	if _, errs := m.Validate(spec); len(errs) == 0 || errs[0].Field != "cpuset-cpus" {
+		t.Errorf("a cpuset no engine has: %v", errs)
+	}
+}
