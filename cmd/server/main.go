@@ -236,9 +236,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
-	var eng *client.Client
+	var one engine.Engine // the engine without a pool; with one, NewManager takes opts.Pool
 	if pool == nil {
-		if eng, err = engine.NewClient(); err != nil {
+		eng, err := engine.NewClient()
+		if err != nil {
 			return fmt.Errorf("docker client: %w", err)
 		}
 		defer eng.Close()
@@ -248,6 +249,7 @@ func run(ctx context.Context, args []string) error {
 		if opts.Host, opts.Image, err = prepare(eng, log)(ctx); err != nil {
 			return err
 		}
+		one = eng
 	} else {
 		for _, a := range pool {
 			c, err := engine.Dial(a)
@@ -257,12 +259,11 @@ func run(ctx context.Context, args []string) error {
 			defer c.Close()
 			opts.Pool = append(opts.Pool, workshop.PoolEngine{Name: a.Name, Address: a.Host, Engine: c, Prepare: prepare(c, log.With(slog.String("engine", a.Name)))})
 		}
-		eng = opts.Pool[0].Engine.(*client.Client)
 		log.Info("pool", slog.Int("engines", len(pool)), slog.String("file", cfg.enginesFile))
 	}
 	// The manager marks runs the last instance left unfinished as
 	// interrupted; their containers went with the reaping in prepare.
-	mgr := workshop.NewManager(eng, opts)
+	mgr := workshop.NewManager(one, opts)
 	hosts := splitList(cfg.allowHosts)
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && isLoopback(h) {
 		hosts = append(hosts, web.LoopbackHosts...)

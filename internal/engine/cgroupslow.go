@@ -20,6 +20,8 @@ import "time"
 // counts and pids are read every time.
 const slowEvery = time.Second
 
+// slowFiles holds what was last read of those files, and when: a zero
+// time is never.
 type slowFiles struct {
 	memAt                   time.Time // when memory.stat was last read
 	memUsage                uint64    // the usage it was read with
@@ -29,11 +31,9 @@ type slowFiles struct {
 	limitAt time.Time
 	limit   uint64
 
-	ioAt            time.Time
-	ioOps           uint64 // reads + writes when the bytes were last read
-	readB, writeB   uint64
-	haveMem, haveIO bool
-	haveLimit       bool
+	ioAt          time.Time
+	ioOps         uint64 // reads + writes when the bytes were last read
+	readB, writeB uint64
 }
 
 // Refresh makes the next reading take every file, as after a live change
@@ -52,18 +52,19 @@ func Refresh(rd Reader) {
 	}
 }
 
-// due says whether a file last read at at (have: ever) is to be read at now.
-func due(have bool, at, now time.Time) bool {
-	return !have || now.Sub(at) >= slowEvery
+// due says whether a file last read at at (zero: never) is to be read at
+// now.
+func due(at, now time.Time) bool {
+	return at.IsZero() || now.Sub(at) >= slowEvery
 }
 
 // memStat returns the inactive file cache, re-reading the stat file (read
 // by read) when the usage has moved or it is due.
 func (s *slowFiles) memStat(now time.Time, usage uint64, read func() (inactive, total uint64, hasTotal bool, ok bool)) (inactive, total uint64, hasTotal bool) {
-	if !s.haveMem || usage != s.memUsage || due(s.haveMem, s.memAt, now) {
+	if usage != s.memUsage || due(s.memAt, now) {
 		if in, tot, has, ok := read(); ok {
 			s.inactive, s.totalInactive, s.hasTotal = in, tot, has
-			s.memAt, s.memUsage, s.haveMem = now, usage, true
+			s.memAt, s.memUsage = now, usage
 		}
 	}
 	return s.inactive, s.totalInactive, s.hasTotal
@@ -71,9 +72,9 @@ func (s *slowFiles) memStat(now time.Time, usage uint64, read func() (inactive, 
 
 // memLimit returns the memory limit, re-read when due.
 func (s *slowFiles) memLimit(now time.Time, read func() (uint64, error)) uint64 {
-	if due(s.haveLimit, s.limitAt, now) {
+	if due(s.limitAt, now) {
 		if v, err := read(); err == nil {
-			s.limit, s.limitAt, s.haveLimit = v, now, true
+			s.limit, s.limitAt = v, now
 		}
 	}
 	return s.limit
@@ -82,10 +83,10 @@ func (s *slowFiles) memLimit(now time.Time, read func() (uint64, error)) uint64 
 // ioBytes returns the bytes read and written, re-read when the operation
 // count ops has moved or they are due.
 func (s *slowFiles) ioBytes(now time.Time, ops uint64, read func() (r, w uint64, ok bool)) (uint64, uint64) {
-	if !s.haveIO || ops != s.ioOps || due(s.haveIO, s.ioAt, now) {
+	if ops != s.ioOps || due(s.ioAt, now) {
 		if rb, wb, ok := read(); ok {
 			s.readB, s.writeB = rb, wb
-			s.ioAt, s.ioOps, s.haveIO = now, ops, true
+			s.ioAt, s.ioOps = now, ops
 		}
 	}
 	return s.readB, s.writeB

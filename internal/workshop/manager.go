@@ -117,7 +117,8 @@ type Manager struct {
 	featured *Featured
 }
 
-// NewManager returns a manager for runs on eng. It marks the runs the
+// NewManager returns a manager for runs on eng, or on opts.Pool's engines
+// if it is set (eng is then unused and may be nil). It marks the runs the
 // store says were queued or running as interrupted, and follows the
 // engine's events until Shutdown.
 func NewManager(eng engine.Engine, opts Options) *Manager {
@@ -160,7 +161,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	m.archive.recover(m.featured)
 	if opts.Pool == nil {
 		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
-			env: env, host: opts.Host, up: true, running: map[*entry]bool{}, watching: true}
+			env: env, up: true, running: map[*entry]bool{}, watching: true}
 		m.pool = []*poolEngine{one}
 		m.wg.Add(1)
 		// The event watcher lives as long as the manager.
@@ -212,7 +213,7 @@ func (m *Manager) Host() engine.HostInfo {
 	defer m.mu.Unlock()
 	for _, pe := range m.pool {
 		if pe.up && pe.env != nil {
-			return pe.host
+			return pe.env.Host
 		}
 	}
 	return m.opts.Host

@@ -33,8 +33,7 @@ type poolEngine struct {
 	PoolEngine
 	capacity int // runs at once: 1 in a pool, Options.MaxRunning alone
 
-	env      *runner.Env // nil until prepared
-	host     engine.HostInfo
+	env      *runner.Env // nil until prepared; its Host is the engine's
 	up       bool
 	err      string
 	probedAt time.Time
@@ -70,7 +69,7 @@ func (m *Manager) Engines() []EngineView {
 	for _, pe := range m.pool {
 		v := EngineView{Name: pe.Name, Address: pe.Address, Up: pe.up, Error: pe.err, ProbedAt: pe.probedAt, Running: []string{}}
 		if pe.env != nil {
-			h := pe.host
+			h := pe.env.Host
 			v.Host, v.Cgroup, v.CPUs, v.MemTotal, v.Stats = h.Describe(), h.CgroupVersion, h.NCPU, h.MemTotal, h.StatsSource
 			for name, s := range h.Limits {
 				if !s.Supported {
@@ -89,9 +88,6 @@ func (m *Manager) Engines() []EngineView {
 	}
 	return out
 }
-
-// Pooled says whether the server runs on a pool of engines.
-func (m *Manager) Pooled() bool { return m.opts.Pool != nil }
 
 // probe makes an engine ready if it is not, and checks that it answers;
 // it returns whether it came up. m.mu is not held.
@@ -125,7 +121,6 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 		return false
 	}
 	if !ready {
-		pe.host = host
 		pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: m.opts.Instance, Interval: m.opts.Interval, Host: host, Log: m.log.With(slog.String("engine", pe.Name))}
 		if m.opts.Store != nil {
 			pe.env.Recorder = recorder{m.opts.Store}
@@ -244,7 +239,7 @@ func (e *entry) canRunOn(pe *poolEngine) bool {
 	}
 	ok, seen := e.fits[pe.Name]
 	if !seen {
-		_, errs := experiments.Validate(e.run.Spec(), pe.host.Experiments())
+		_, errs := experiments.Validate(e.run.Spec(), pe.env.Host.Experiments())
 		ok = len(errs) == 0
 		e.fits[pe.Name] = ok
 	}
@@ -259,7 +254,7 @@ func (m *Manager) Validate(spec experiments.Spec) (experiments.Plan, experiments
 	var hosts []engine.HostInfo
 	for _, pe := range m.pool {
 		if pe.up && pe.env != nil {
-			hosts = append(hosts, pe.host)
+			hosts = append(hosts, pe.env.Host)
 		}
 	}
 	m.mu.Unlock()

@@ -110,11 +110,12 @@ func (m *Manager) schedule() {
 	m.mu.Lock()
 	if m.ctx.Err() == nil {
 		for {
-			e, ok := m.queue.Next(func(e *entry) bool { return m.engineForLocked(e) != nil })
+			// Next returns the last entry it asked about: pe is its engine.
+			var pe *poolEngine
+			e, ok := m.queue.Next(func(e *entry) bool { pe = m.engineForLocked(e); return pe != nil })
 			if !ok {
 				break
 			}
-			pe := m.engineForLocked(e)
 			e.expiry.Stop()
 			m.running[e], pe.running[e], e.engine = true, true, pe
 			if m.opts.Pool != nil {
@@ -305,7 +306,7 @@ func (m *Manager) hostOf(e *entry) engine.HostInfo {
 	if pe == nil {
 		return m.Host()
 	}
-	return pe.host
+	return pe.env.Host
 }
 
 // forget drops an ended run from memory once the store has all of it, so
