@@ -34,10 +34,13 @@ func TestBrowserWalksAGuidedLab(t *testing.T) {
 		done("2"),
 		done("3"),
 	)
+	// The steps with their checks' values, logged either way: a check's
+	// margin on this machine is worth seeing when it passes too.
+	states := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid^="step-"]')).map((s) => s.dataset.state + ": " + s.textContent)`))
 	if err != nil {
-		states := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid^="step-"]')).map((s) => s.dataset.state + ": " + s.textContent)`))
 		t.Fatalf("%v\nsteps: %q", err, states)
 	}
+	t.Logf("steps: %q", states)
 	change := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="change-row"]`)))
 	ticks := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#steps li.step.done').length`))
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
