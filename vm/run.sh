@@ -46,6 +46,7 @@ build() { # name, package folder, tests
 . vm/suite.sh
 build engine internal/engine "${LIMITLAB_V2_ENGINE_TESTS:-$V2_ENGINE_TESTS}"
 build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-$V2_RUNNER_TESTS}"
+build sampler internal/sampler "${LIMITLAB_V2_SAMPLER_TESTS:-$V2_SAMPLER_TESTS}"
 build web web "${LIMITLAB_V2_WEB_TESTS:-$V2_WEB_TESTS}"
 
 if [ -n "${LIMITLAB_VM_SCRIPT:-}" ]; then

@@ -1,5 +1,6 @@
 // Command server runs the Limit Lab dashboard. The same binary is the
-// workload program inside the experiment containers: `server workload ...`.
+// workload program inside the experiment containers (`server workload
+// ...`), and the sampler beside a remote engine (`server sampler ...`).
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/labfiles"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/sampler"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -35,7 +37,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	run := run
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "sampler" {
+		run, args = samplerMain, args[1:]
+	}
+	if err := run(ctx, args); err != nil {
 		fmt.Fprintln(os.Stderr, "limitlab:", err)
 		os.Exit(1)
 	}
@@ -60,6 +67,7 @@ type config struct {
 	quotas       workshop.Quotas
 	labsDir      string
 	enginesFile  string
+	sampler      engine.SamplerAddress // the single engine's, if any
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -100,6 +108,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
 	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (README: More than one host); without it, the engine DOCKER_HOST names")
+	fs.StringVar(&c.sampler.URL, "sampler", "", "URL of a limitlab sampler on a remote engine's host (http://host:port or https://), to read its containers' cgroup files at the run's interval (README: More than one host); in a pool, each engine's entry names its own")
+	fs.StringVar(&c.sampler.TokenFile, "sampler-token-file", "", "file holding the sampler's token")
+	fs.StringVar(&c.sampler.CA, "sampler-ca", "", "CA file that signed an https sampler's certificate (default: the system's)")
 	fs.StringVar(&c.labsDir, "labs", "", "directory of extra lab files (the JSON of docs/labs.md), loaded at start and again whenever it changes")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
@@ -129,6 +140,12 @@ func parseFlags(args []string) (config, error) {
 	if h, _, err := net.SplitHostPort(c.addr); err == nil && !isLoopback(h) && c.allowHosts == "" {
 		return c, fmt.Errorf("-addr %s listens beyond this machine: name the host names attendees will use with -allow-host (e.g. -allow-host lab.example.org,192.0.2.10), so that no other site can reach the dashboard through DNS rebinding", c.addr)
 	}
+	if c.sampler.URL != "" && c.enginesFile != "" {
+		return c, errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
+	}
+	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
+		return c, errors.New("-sampler and -sampler-token-file go together")
+	}
 	if c.maxRunning < 1 {
 		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
 	}
@@ -136,6 +153,18 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-sample %s: must be a multiple of %s from %s to %s", c.interval, runner.IntervalStep, runner.MinInterval, runner.MaxInterval)
 	}
 	return c, nil
+}
+
+// samplerClient is the client of an engine's sampler; nil if it has none.
+func samplerClient(a *engine.SamplerAddress) (*sampler.Client, error) {
+	if a == nil || a.URL == "" {
+		return nil, nil
+	}
+	token, err := sampler.ReadToken(a.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	return sampler.NewClient(a.URL, token, a.CA)
 }
 
 // isLoopback says whether a listening host stays on this machine.
@@ -157,10 +186,16 @@ func splitList(s string) []string {
 // prepareEngine makes an engine ready for runs: it probes its host, builds
 // the workload image there, probes its block IO control with a container,
 // and removes what an earlier life of this server left on it.
-func prepareEngine(ctx context.Context, eng *client.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+func prepareEngine(ctx context.Context, eng *client.Client, smp *sampler.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
 	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
 	if err != nil {
 		return host, "", err
+	}
+	if smp != nil {
+		if err := smp.Ping(ctx); err != nil {
+			return host, "", err
+		}
+		host.UseSampler(smp)
 	}
 	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
 		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
@@ -229,9 +264,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
-	prepare := func(eng *client.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
+	prepare := func(eng *client.Client, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
 		return func(ctx context.Context) (engine.HostInfo, string, error) {
-			return prepareEngine(ctx, eng, cfg.cgroupRoot, bin, st, instance, log)
+			return prepareEngine(ctx, eng, smp, cfg.cgroupRoot, bin, st, instance, log)
 		}
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
@@ -246,7 +281,11 @@ func run(ctx context.Context, args []string) error {
 		if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
 			return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
 		}
-		if opts.Host, opts.Image, err = prepare(eng, log)(ctx); err != nil {
+		smp, err := samplerClient(&cfg.sampler)
+		if err != nil {
+			return fmt.Errorf("-sampler: %w", err)
+		}
+		if opts.Host, opts.Image, err = prepare(eng, smp, log)(ctx); err != nil {
 			return err
 		}
 		one = eng
@@ -257,7 +296,11 @@ func run(ctx context.Context, args []string) error {
 				return fmt.Errorf("-engines: %w", err)
 			}
 			defer c.Close()
-			opts.Pool = append(opts.Pool, workshop.PoolEngine{Name: a.Name, Address: a.Host, Engine: c, Prepare: prepare(c, log.With(slog.String("engine", a.Name)))})
+			smp, err := samplerClient(a.Sampler)
+			if err != nil {
+				return fmt.Errorf("-engines: engine %q: %w", a.Name, err)
+			}
+			opts.Pool = append(opts.Pool, workshop.PoolEngine{Name: a.Name, Address: a.Host, Engine: c, Prepare: prepare(c, smp, log.With(slog.String("engine", a.Name)))})
 		}
 		log.Info("pool", slog.Int("engines", len(pool)), slog.String("file", cfg.enginesFile))
 	}

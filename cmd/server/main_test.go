@@ -20,7 +20,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -88,7 +88,7 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 
 // submit posts a spec to a server's API, as a script does, and returns
 // the new run's id.
-func submit(t *testing.T, base, spec string) string {
+func submit(t testing.TB, base, spec string) string {
 	t.Helper()
 	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(spec))
 	if err != nil {
@@ -121,7 +121,7 @@ func waitEnded(t *testing.T, base, id string, within time.Duration, v any) {
 
 // startServer runs the server binary on a free port with its store in
 // dataDir, and waits until it answers.
-func startServer(t *testing.T, bin, dataDir string, args ...string) (*exec.Cmd, chan error, string) {
+func startServer(t testing.TB, bin, dataDir string, args ...string) (*exec.Cmd, chan error, string) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, append([]string{"-addr", addr, "-data", dataDir}, args...)...)
@@ -232,6 +232,9 @@ func TestFlagsGuardAWorkshop(t *testing.T) {
 		{"a short token", []string{"-presenter-token-file", short}, "at least 16"},
 		{"a token file", []string{"-presenter-token-file", long}, ""},
 		{"a token file that is not there", []string{"-presenter-token-file", dir + "/none"}, "no such file"},
+		{"a sampler without its token", []string{"-sampler", "http://bench:7071"}, "-sampler-token-file"},
+		{"a sampler in a pool", []string{"-engines", "e.json", "-sampler", "http://bench:7071", "-sampler-token-file", long}, "in a pool"},
+		{"a sampler", []string{"-sampler", "http://bench:7071", "-sampler-token-file", long}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,8 +35,23 @@ func TestServerWithAPool(t *testing.T) {
 	if ds[0] == nil || ds[1] == nil {
 		t.FailNow()
 	}
-	file := filepath.Join(t.TempDir(), "engines.json")
-	body := `{"engines": [{"name": "sa", "host": "` + ds[0].Host + `"}, {"name": "sb", "host": "` + ds[1].Host + `"}]}`
+	// sb's containers are read by a sampler beside it, as a remote
+	// engine's would be.
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "sb.token")
+	if err := os.WriteFile(tokenFile, []byte("sb-sampler-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	smpAddr := freeAddr(t)
+	smp := exec.Command(bin, "sampler", "-listen", smpAddr, "-token-file", tokenFile)
+	smp.Stderr = os.Stderr
+	if err := smp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = smp.Process.Kill(); _ = smp.Wait() })
+	file := filepath.Join(dir, "engines.json")
+	body := `{"engines": [{"name": "sa", "host": "` + ds[0].Host + `"}, {"name": "sb", "host": "` + ds[1].Host + `",
+	  "sampler": {"url": "http://` + smpAddr + `", "token_file": "` + tokenFile + `"}}]}`
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +62,32 @@ func TestServerWithAPool(t *testing.T) {
 	if len(engines.Engines) != 2 || !engines.Engines[0].Up || !engines.Engines[1].Up {
 		t.Fatalf("GET /api/engines: %+v", engines)
 	}
+	if engines.Engines[0].Stats != "cgroup" || engines.Engines[1].Stats != "sampler" {
+		t.Errorf("stats from %q and %q, want sa's cgroup files read here and sb's through its sampler", engines.Engines[0].Stats, engines.Engines[1].Stats)
+	}
 	spec := `{"name": "pooled", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.25"}}]}`
 	a, b := submit(t, base, spec), submit(t, base, spec)
 	var va, vb struct {
 		State, Engine string
 		Ended         bool
-		StartedAt     time.Time `json:"started_at"`
-		EndedAt       time.Time `json:"ended_at"`
+		Lanes         []struct {
+			StatsSource string `json:"stats_source"`
+		}
+		StartedAt time.Time `json:"started_at"`
+		EndedAt   time.Time `json:"ended_at"`
 	}
 	waitEnded(t, base, a, time.Minute, &va)
 	waitEnded(t, base, b, time.Minute, &vb)
 	if va.State != "done" || vb.State != "done" || va.Engine == vb.Engine || va.Engine == "" {
 		t.Fatalf("runs %+v and %+v: want both done, on the two engines", va, vb)
+	}
+	for _, v := range []struct {
+		engine string
+		source string
+	}{{va.Engine, va.Lanes[0].StatsSource}, {vb.Engine, vb.Lanes[0].StatsSource}} {
+		if want := map[string]string{"sa": "cgroup", "sb": "sampler"}[v.engine]; v.source != want {
+			t.Errorf("the run on %s read its lane from %q, want %q", v.engine, v.source, want)
+		}
 	}
 	if !va.StartedAt.Before(vb.EndedAt) || !vb.StartedAt.Before(va.EndedAt) {
 		t.Errorf("the runs did not overlap: %v–%v and %v–%v", va.StartedAt, va.EndedAt, vb.StartedAt, vb.EndedAt)
@@ -102,7 +131,7 @@ func TestServerRefusesABrokenEnginesFile(t *testing.T) {
 	}
 }
 
-func getJSON(t *testing.T, url string, v any) {
+func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {

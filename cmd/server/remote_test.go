@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"github.com/moby/moby/client"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +16,10 @@ import (
 	"github.com/limitlab/limitlab/internal/enginetest"
 )
 
-// TestRemoteEngineIsStatedHonestly points the server at the engine through
-// a TCP socket on loopback (socat in front of the engine's unix socket), so
-// that it cannot use the cgroup files: GET /api/host and the run say that
-// samples come from the engine's stats once a second and what they lack,
-// and a run still ends with its samples.
-func TestRemoteEngineIsStatedHonestly(t *testing.T) {
+// remoteEngine sets DOCKER_HOST to the engine through a TCP socket on
+// loopback (socat in front of its unix socket), so that the server takes
+// it for a remote engine, and builds the server.
+func remoteEngine(t *testing.T) (bin string) {
 	enginetest.Engine(t)
 	socat, err := exec.LookPath("socat")
 	if err != nil {
@@ -29,7 +31,7 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = proxy.Process.Kill(); _ = proxy.Wait() })
-	bin, err := enginetest.BuildBinary(t.TempDir())
+	bin, err = enginetest.BuildBinary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +40,16 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 		out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
 		return err == nil && len(out) > 0
 	})
+	return bin
+}
+
+// TestRemoteEngineIsStatedHonestly points the server at the engine through
+// a TCP socket on loopback (socat in front of the engine's unix socket), so
+// that it cannot use the cgroup files: GET /api/host and the run say that
+// samples come from the engine's stats once a second and what they lack,
+// and a run still ends with its samples.
+func TestRemoteEngineIsStatedHonestly(t *testing.T) {
+	bin := remoteEngine(t)
 	_, _, base := startServer(t, bin, t.TempDir())
 	var host struct {
 		StatsSource string `json:"stats_source"`
@@ -80,5 +92,134 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 	res.Body.Close()
 	if rows := strings.Count(string(csv), "\n") - 1; rows < 2 {
 		t.Errorf("%d samples from the engine's stats in 3 s, want some", rows)
+	}
+}
+
+// TestRemoteEngineWithASampler runs the sampler as deploy/sampler's
+// compose service says, beside the engine the server reaches only over
+// TCP: the host and the run say that the samples come from the cgroup
+// files through the sampler, at the run's interval, not once a second; the
+// lane's limits are read back from the kernel's files; a server given the
+// wrong token does not start; and compose down leaves nothing.
+func TestRemoteEngineWithASampler(t *testing.T) {
+	bin := remoteEngine(t)
+	eng, _, _ := enginetest.Engine(t)
+	compose, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatal("docker-compose is needed for this test: apt-get install -y docker-compose")
+	}
+	root, _ := filepath.Abs("../..")
+	image := exec.Command("make", "image")
+	image.Dir = root
+	if out, err := image.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	const token = "sampler-token-0123456789"
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "sampler.token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := strings.Split(freeAddr(t), ":")[1]
+	addr := "127.0.0.1:" + port
+	project := []string{"-p", "limitlabsampler", "-f", "deploy/sampler/docker-compose.yml"}
+	composeCmd := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(compose, append(project, args...)...)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "LIMITLAB_SAMPLER_TOKEN="+token, "LIMITLAB_SAMPLER_PORT="+port, "DOCKER_HOST=")
+		return cmd
+	}
+	if out, err := composeCmd("up", "-d").CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose up: %v\n%s", err, out)
+	}
+	downed := false
+	down := func() {
+		downed = true
+		if out, err := composeCmd("down", "--timeout", "10").CombinedOutput(); err != nil {
+			t.Errorf("docker-compose down: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if !downed {
+			down()
+		}
+	})
+	enginetest.WaitFor(t, time.Minute, "the sampler in compose to listen", func() bool {
+		res, err := http.Get("http://" + addr + "/v1/ping")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusUnauthorized // no token: refused
+	})
+	_, _, base := startServer(t, bin, t.TempDir(), "-sampler", "http://"+addr, "-sampler-token-file", tokenFile)
+	var host struct {
+		StatsSource string `json:"stats_source"`
+		StatsNote   string `json:"stats_note"`
+		Samples     struct {
+			IntervalMs int64 `json:"interval_ms"`
+		}
+	}
+	getJSON(t, base+"/api/host", &host)
+	if host.StatsSource != "sampler" || host.Samples.IntervalMs != 0 || !strings.Contains(host.StatsNote, addr) {
+		t.Errorf("with a sampler: %+v, want stats from the sampler at %s at the run's interval", host, addr)
+	}
+	id := submit(t, base, `{"name": "sampled", "duration": "30s", "lanes": [{"workload": {"kind": "spin", "seconds": 4}, "limits": {"cpus": "0.5"}}]}`)
+	var v struct {
+		State     string
+		StatsNote string `json:"stats_note"`
+		Lanes     []struct {
+			StatsSource string `json:"stats_source"`
+			Kernel      struct {
+				Files []struct {
+					File    string `json:"file"`
+					Present bool   `json:"present"`
+					Holds   bool   `json:"holds"`
+					Got     string `json:"got"`
+				} `json:"files"`
+				Note string `json:"note"`
+			} `json:"kernel"`
+		}
+	}
+	waitEnded(t, base, id, 2*time.Minute, &v)
+	if v.State != "done" || v.Lanes[0].StatsSource != "sampler" || v.StatsNote != "" {
+		t.Errorf("the run: %+v", v)
+	}
+	held := 0
+	for _, f := range v.Lanes[0].Kernel.Files {
+		if f.Present && f.Holds {
+			held++
+		}
+	}
+	if held == 0 || v.Lanes[0].Kernel.Note != "" {
+		t.Errorf("the lane's limits read back through the sampler: %+v", v.Lanes[0].Kernel)
+	}
+	res, err := http.Get(base + "/api/runs/" + id + "/export?format=csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	// 4 s at 250 ms is 16 intervals; the engine's stats give 4.
+	rows := strings.Count(string(csv), "\n") - 1
+	if rows < 12 {
+		t.Errorf("%d samples through the sampler in 4 s, want about 16", rows)
+	}
+	t.Logf("%d samples in 4 s; %d of the lane's limit files read back and holding", rows, held)
+
+	wrong := filepath.Join(dir, "wrong.token")
+	if err := os.WriteFile(wrong, []byte("not-the-sampler-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-addr", freeAddr(t), "-data", t.TempDir(), "-sampler", "http://"+addr, "-sampler-token-file", wrong).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "401") {
+		t.Errorf("a server with the wrong sampler token: %v\n%s", err, out)
+	}
+	down()
+	list, err := eng.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", "com.docker.compose.project=limitlabsampler")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(list.Items) + enginetest.Labelled(t, ""); n != 0 {
+		t.Errorf("%d containers left after docker-compose down", n)
 	}
 }

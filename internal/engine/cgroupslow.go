@@ -45,9 +45,9 @@ func (r *CgroupReader) Refresh() {
 }
 
 // Refresh makes rd's next reading take every file, where it spaces some
-// out (a CgroupReader).
+// out (a CgroupReader, here or in a sampler).
 func Refresh(rd Reader) {
-	if cr, ok := rd.(*CgroupReader); ok {
+	if cr, ok := rd.(interface{ Refresh() }); ok {
 		cr.Refresh()
 	}
 }

@@ -22,6 +22,18 @@ type EngineAddress struct {
 		Cert string `json:"cert"`
 		Key  string `json:"key"`
 	} `json:"tls,omitempty"`
+	// Sampler, where the server cannot see the engine host's cgroup
+	// files, is the limitlab sampler that reads them there.
+	Sampler *SamplerAddress `json:"sampler,omitempty"`
+}
+
+// SamplerAddress is where a sampler serves an engine host's cgroup files:
+// its URL, the file holding its token, and for https the CA file that
+// signed its certificate (none: the system's).
+type SamplerAddress struct {
+	URL       string `json:"url"`
+	TokenFile string `json:"token_file"`
+	CA        string `json:"ca,omitempty"`
 }
 
 // MaxEngines bounds an engines file; MaxEnginesFile its size.
@@ -39,7 +51,8 @@ func ValidEngineName(s string) bool { return engineName.MatchString(s) }
 //
 //	{"engines": [{"name": "bench-1", "host": "unix:///run/docker.sock"},
 //	             {"name": "bench-2", "host": "tcp://10.0.0.12:2376",
-//	              "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"}}]}
+//	              "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"},
+//	              "sampler": {"url": "https://10.0.0.12:7071", "token_file": "bench-2.token", "ca": "ca.pem"}}]}
 //
 // Its errors name the engine and the field. An engine on tcp:// must have
 // TLS: whoever reaches its port is root on its host.
@@ -99,6 +112,19 @@ func ParseEngines(b []byte) ([]EngineAddress, error) {
 			return nil, fail("host", "ssh:// is not supported: forward the engine's socket (ssh -NL /run/limitlab/%s.sock:/var/run/docker.sock host) and name it as unix://", e.Name)
 		default:
 			return nil, fail("host", "want unix:// or tcp://, got %q", e.Host)
+		}
+		if s := e.Sampler; s != nil {
+			u, err := url.Parse(s.URL)
+			switch {
+			case err != nil:
+				return nil, fail("sampler.url", "%v", err)
+			case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+				return nil, fail("sampler.url", "want http://host:port or https://host:port, got %q", s.URL)
+			case s.TokenFile == "":
+				return nil, fail("sampler.token_file", "name the file holding the token the sampler was started with")
+			case s.CA != "" && u.Scheme != "https":
+				return nil, fail("sampler.ca", "a CA file is for an https:// sampler")
+			}
 		}
 	}
 	return f.Engines, nil

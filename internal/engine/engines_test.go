@@ -7,9 +7,10 @@ import (
 
 func TestParseEngines(t *testing.T) {
 	good := `{"engines": [{"name": "bench-1", "host": "unix:///run/docker.sock"},
-	  {"name": "bench-2", "host": "tcp://10.0.0.12:2376", "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"}}]}`
+	  {"name": "bench-2", "host": "tcp://10.0.0.12:2376", "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"},
+	   "sampler": {"url": "https://10.0.0.12:7071", "token_file": "bench-2.token", "ca": "ca.pem"}}]}`
 	es, err := ParseEngines([]byte(good))
-	if err != nil || len(es) != 2 || es[1].TLS == nil || es[1].TLS.Key != "key.pem" {
+	if err != nil || len(es) != 2 || es[1].TLS == nil || es[1].TLS.Key != "key.pem" || es[0].Sampler != nil || es[1].Sampler == nil || es[1].Sampler.TokenFile != "bench-2.token" {
 		t.Fatalf("%+v %v", es, err)
 	}
 	for _, tt := range []struct{ file, want string }{
@@ -22,6 +23,10 @@ func TestParseEngines(t *testing.T) {
 		{`{"engines": [{"name": "a", "host": "http://h"}]}`, `engine 1 ("a"): host: want unix:// or tcp://`},
 		{`{"engines": [{"name": "a", "host": "unix:///s", "tls": {"ca": "x", "cert": "y", "key": "z"}}]}`, `tls: a unix socket takes no TLS`},
 		{`{"engines": [{"name": "a", "host": "unix:///s"}]} {}`, "more after the object"},
+		{`{"engines": [{"name": "a", "host": "unix:///s", "sampler": {"url": "ws://h:1", "token_file": "t"}}]}`, `engine 1 ("a"): sampler.url: want http://host:port or https://host:port`},
+		{`{"engines": [{"name": "a", "host": "unix:///s", "sampler": {"url": "http://h:1"}}]}`, `engine 1 ("a"): sampler.token_file: name the file`},
+		{`{"engines": [{"name": "a", "host": "unix:///s", "sampler": {"url": "http://h:1", "token_file": "t", "ca": "c"}}]}`, `sampler.ca: a CA file is for an https:// sampler`},
+		{`{"engines": [{"name": "a", "host": "unix:///s", "sampler": {"url": "http://h:1", "token_file": "t", "token": "x"}}]}`, `unknown field "token"`},
 		{strings.Repeat(" ", MaxEnginesFile+1), "at most"},
 	} {
 		if _, err := ParseEngines([]byte(tt.file)); err == nil || !strings.Contains(err.Error(), tt.want) {

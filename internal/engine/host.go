@@ -35,7 +35,8 @@ type HostInfo struct {
 	MemTotal         int64              `json:"memory_bytes"`
 	Limits           map[string]Support `json:"limits"`
 	// StatsSource is "cgroup" when the server reads the containers' cgroup
-	// files itself, "engine" when it must ask the engine (a remote engine).
+	// files itself, "sampler" when a sampler on the engine's host reads
+	// them, "engine" when it must ask the engine (a remote engine).
 	StatsSource string `json:"stats_source"`
 	StatsNote   string `json:"stats_note"`
 	// Samples is what the samples carry here: their finest interval and
@@ -61,6 +62,9 @@ type HostInfo struct {
 	// dataRoot the engine's data root (its volumes are there).
 	cgroupRoot string
 	dataRoot   string
+	// sampler reads the containers' cgroup files on a remote engine's
+	// host (UseSampler).
+	sampler CgroupSource
 	// ProgressSource is how the workloads' progress reaches the server:
 	// "file", read from each container's own tmpfs through /proc (the
 	// probe container showed it can be), or "log", through the engine's
@@ -81,9 +85,21 @@ func (h HostInfo) ReadsProgressFiles() bool { return h.ProgressSource == Progres
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
 func (h HostInfo) CgroupV2() bool { return h.CgroupVersion == "2" }
 
-// ReadsCgroups says whether the server reads the containers' cgroup files
-// itself rather than asking the engine for stats.
-func (h HostInfo) ReadsCgroups() bool { return h.StatsSource == StatsCgroup }
+// ReadsCgroups says whether the containers' cgroup files are read, here or
+// by a sampler on the engine's host, rather than the engine asked for
+// stats.
+func (h HostInfo) ReadsCgroups() bool {
+	return h.StatsSource == StatsCgroup || h.StatsSource == StatsSampler
+}
+
+// UseSampler has the containers' cgroup files read by a sampler on a
+// remote engine's host: their samples then carry what the files carry, at
+// the run's interval.
+func (h *HostInfo) UseSampler(s CgroupSource) {
+	h.sampler, h.StatsSource = s, StatsSampler
+	h.StatsNote = "read from the containers' cgroup files by the sampler at " + s.Address() + " on the engine's host"
+	h.Samples = h.Sampling()
+}
 
 // HasPressure says whether samples carry PSI (cgroup v2's cpu.pressure),
 // which only the cgroup files give.

@@ -24,7 +24,7 @@ const kernelReadMax = 512
 
 // ReadKernel reads back, from a running container's cgroup, each file its
 // limits write.
-func ReadKernel(cg *CgroupReader, files []experiments.KernelFile) []KernelReading {
+func ReadKernel(cg CgroupFiles, files []experiments.KernelFile) []KernelReading {
 	out := make([]KernelReading, 0, len(files))
 	for _, f := range files {
 		r := KernelReading{KernelFile: f}
@@ -112,7 +112,7 @@ func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources) Kernel
 		kv.Cgroup, kv.OtherCgroup = "2", "1"
 	}
 	files := experiments.KernelFiles(applied, v2, devs)
-	if cg, ok := rd.(*CgroupReader); ok {
+	if cg, ok := rd.(CgroupFiles); ok {
 		kv.Files = ReadKernel(cg, files)
 		return kv
 	}

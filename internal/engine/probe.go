@@ -90,7 +90,7 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		}
 		p.LowLatency, p.Strict = read("low_latency"), read("strict_guarantees")
 	}
-	readBack := h.ReadsCgroups()
+	readBack := h.StatsSource == StatsCgroup // the probe's cgroup read here
 	if readBack {
 		if _, err := eng.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 			p.Warnings = append(p.Warnings, "Limitation discarded: the probe container did not start: "+err.Error())

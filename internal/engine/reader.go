@@ -14,27 +14,55 @@ import (
 // Reader takes one reading of a container's counters.
 type Reader interface{ Read() (Counters, error) }
 
+// CgroupFiles reads a container's cgroup files: its counters, and any one
+// file by controller and name (for reading limits back). A CgroupReader
+// reads them here; a sampler's client, on the engine's host.
+type CgroupFiles interface {
+	Reader
+	File(controller, name string) ([]byte, error)
+}
+
+// CgroupSource opens a container's cgroup files where the server cannot
+// see them: a sampler beside a remote engine (limitlab sampler). every is
+// the run's sampling interval.
+type CgroupSource interface {
+	Open(ctx context.Context, id string, pid int, every time.Duration) (CgroupFiles, error)
+	// Address is where the source is, for the page.
+	Address() string
+}
+
 // EngineInterval is how often the engine's stats are asked for at most: its
 // collector refreshes once a second, and each call costs the daemon
 // milliseconds of CPU.
 const EngineInterval = time.Second
 
-// StatsCgroup and StatsEngine are where a container's counters come from.
+// StatsCgroup, StatsSampler and StatsEngine are where a container's
+// counters come from: its cgroup files read here, the same files read by a
+// sampler on the engine's host, or the engine's stats endpoint.
 const (
-	StatsCgroup = "cgroup"
-	StatsEngine = "engine"
+	StatsCgroup  = "cgroup"
+	StatsSampler = "sampler"
+	StatsEngine  = "engine"
 )
 
 // OpenReader picks how a container's counters are read: its cgroup files if
-// the server can see them, else the engine's one-shot stats. It returns the
-// reader, how often it may be read (0: every tick) and the source's name.
-func OpenReader(ctx context.Context, eng Engine, h HostInfo, id string, pid int, log *slog.Logger) (Reader, time.Duration, string) {
-	if h.ReadsCgroups() {
+// the server can see them or a sampler reads them (every is the run's
+// interval), else the engine's one-shot stats. It returns the reader, how
+// often it may be read (0: every tick) and the source's name.
+func OpenReader(ctx context.Context, eng Engine, h HostInfo, id string, pid int, every time.Duration, log *slog.Logger) (Reader, time.Duration, string) {
+	switch h.StatsSource {
+	case StatsCgroup:
 		cg, err := FindCgroup(h.cgroupRoot, id, pid)
 		if err == nil {
 			return cg, 0, StatsCgroup
 		}
 		log.Warn("cgroup files not found, using engine stats", slog.String("id", id[:12]), slog.Any("err", err))
+	case StatsSampler:
+		cg, err := h.sampler.Open(ctx, id, pid, every)
+		if err == nil {
+			return cg, 0, StatsSampler
+		}
+		log.Warn("the sampler could not read the container's cgroup files, using engine stats", slog.String("id", id[:12]), slog.String("sampler", h.sampler.Address()), slog.Any("err", err))
 	}
 	return &EngineReader{ctx: ctx, eng: eng, id: id}, EngineInterval, StatsEngine
 }
