@@ -195,7 +195,6 @@ func prepareEngine(ctx context.Context, eng *client.Client, smp *sampler.Client,
 		if err := smp.Ping(ctx); err != nil {
 			return host, "", err
 		}
-		host.UseSampler(smp)
 	}
 	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
 		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
@@ -209,6 +208,11 @@ func prepareEngine(ctx context.Context, eng *client.Client, smp *sampler.Client,
 	}
 	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
 		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
+	if smp != nil {
+		// After the IO probe, which reads its container's files here when
+		// it can see them (and the workloads' progress files with them).
+		host.UseSampler(smp)
+	}
 	// Only this server's leftovers: another on the same engine keeps its
 	// containers.
 	if err := workshop.ReapLeftovers(ctx, eng, st, instance, log); err != nil {

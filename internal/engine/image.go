@@ -2,7 +2,6 @@ package engine
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -37,26 +36,35 @@ const (
 // binPath exists on the engine, building it FROM scratch if not. Nothing is
 // pulled: no registry is needed. It returns the image reference.
 func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logger) (string, error) {
-	bin, err := os.ReadFile(binPath)
+	// The binary is read from its file as it is needed, never held whole:
+	// a pool prepares several engines at once, each with its own build.
+	f, err := os.Open(binPath)
 	if err != nil {
 		return "", fmt.Errorf("engine: read workload binary: %w", err)
 	}
-	if err := checkStatic(bin); err != nil {
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("engine: read workload binary: %w", err)
+	}
+	if err := checkStatic(f); err != nil {
 		return "", fmt.Errorf("engine: %s cannot run in a FROM scratch image: %w (build it with CGO_ENABLED=0)", binPath, err)
 	}
-	sum := sha256.Sum256(bin)
-	ref := ImageRepo + ":" + hex.EncodeToString(sum[:])[:16]
+	sum := sha256.New()
+	if _, err := io.Copy(sum, io.NewSectionReader(f, 0, st.Size())); err != nil {
+		return "", fmt.Errorf("engine: read workload binary: %w", err)
+	}
+	ref := ImageRepo + ":" + hex.EncodeToString(sum.Sum(nil))[:16]
 	if _, err := eng.ImageInspect(ctx, ref); err == nil {
 		log.Info("workload image present", slog.String("image", ref))
 		return ref, nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("engine: inspect image %s: %w", ref, err)
 	}
-	log.Info("building workload image", slog.String("image", ref), slog.Int("binary_bytes", len(bin)))
-	buildCtx, err := buildContext(bin)
-	if err != nil {
-		return "", err
-	}
+	log.Info("building workload image", slog.String("image", ref), slog.Int64("binary_bytes", st.Size()))
+	buildCtx := buildContext(io.NewSectionReader(f, 0, st.Size()))
+	// A build that ends early stops the context's writer.
+	defer buildCtx.Close()
 	res, err := eng.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
 		Tags:        []string{ref, ImageRepo + ":latest"},
 		Remove:      true,
@@ -76,8 +84,8 @@ func EnsureImage(ctx context.Context, eng Engine, binPath string, log *slog.Logg
 
 // checkStatic refuses a dynamically linked binary: a scratch image has no
 // loader or libc.
-func checkStatic(bin []byte) error {
-	f, err := elf.NewFile(bytes.NewReader(bin))
+func checkStatic(bin io.ReaderAt) error {
+	f, err := elf.NewFile(bin)
 	if err != nil {
 		return fmt.Errorf("not an ELF binary: %w", err)
 	}
@@ -99,29 +107,41 @@ USER 65534:65534
 ENTRYPOINT ["/limitlab", "workload"]
 `
 
-func buildContext(bin []byte) (io.Reader, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+// buildContext is the build's tar stream, written as the engine reads it:
+// the Dockerfile, the binary and the data directory.
+func buildContext(bin *io.SectionReader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	// Lives until the tar is written or the reader is closed.
+	go func() { pw.CloseWithError(writeContext(pw, bin)) }()
+	return pr
+}
+
+func writeContext(w io.Writer, bin *io.SectionReader) error {
+	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(&tar.Header{Name: "data/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, f := range []struct {
 		name string
 		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"limitlab", 0o755, bin}, {"data/README", 0o644, []byte("Disk workloads write here, in a volume of their lane's own.\n")}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return nil, err
+		data io.Reader
+		size int64
+	}{
+		{"Dockerfile", 0o644, strings.NewReader(dockerfile), int64(len(dockerfile))},
+		{"limitlab", 0o755, bin, bin.Size()},
+		{"data/README", 0o644, strings.NewReader(dataReadme), int64(len(dataReadme))},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: f.size}); err != nil {
+			return err
 		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
+		if _, err := io.Copy(tw, f.data); err != nil {
+			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return &buf, nil
+	return tw.Close()
 }
+
+const dataReadme = "Disk workloads write here, in a volume of their lane's own.\n"
 
 // followBuild logs the build's progress and returns the error it reports in
 // its JSON message stream, if any.
