@@ -146,6 +146,9 @@ func parseFlags(args []string) (config, error) {
 	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
 		return c, errors.New("-sampler and -sampler-token-file go together")
 	}
+	if c.maxRunning != 1 && c.enginesFile != "" {
+		return c, fmt.Errorf("-max-running %d: in a pool each engine runs one run at a time, so that runs never disturb each other's measurements; -max-running is for the single engine", c.maxRunning)
+	}
 	if c.maxRunning < 1 {
 		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
 	}

@@ -235,6 +235,7 @@ func TestFlagsGuardAWorkshop(t *testing.T) {
 		{"a sampler without its token", []string{"-sampler", "http://bench:7071"}, "-sampler-token-file"},
 		{"a sampler in a pool", []string{"-engines", "e.json", "-sampler", "http://bench:7071", "-sampler-token-file", long}, "in a pool"},
 		{"a sampler", []string{"-sampler", "http://bench:7071", "-sampler-token-file", long}, ""},
+		{"more than one run at once in a pool", []string{"-engines", "e.json", "-max-running", "2"}, "one run at a time"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

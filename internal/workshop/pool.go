@@ -209,8 +209,8 @@ func (m *Manager) prober() {
 
 // engineForLocked is the engine e is to run on now: the first in the
 // pool's order that is up, has room, holds e within the host quotas beside
-// its running runs, and can run e's spec (its limits, CPUs and signals);
-// nil if none. m.mu is held.
+// its running runs, can run e's spec (its limits and CPUs) and samples the
+// signals its verdict compares; nil if none. m.mu is held.
 func (m *Manager) engineForLocked(e *entry) *poolEngine {
 	for _, pe := range m.pool {
 		if !pe.up || pe.env == nil || len(pe.running) >= pe.capacity {
@@ -223,12 +223,44 @@ func (m *Manager) engineForLocked(e *entry) *poolEngine {
 		if checkLimits("host", e.run.Plan(), e.ask, inUse, m.opts.Quotas.Host) != nil {
 			continue
 		}
-		if !e.canRunOn(pe) {
+		if !e.canRunOn(pe) || !m.judgedOnLocked(e, pe) {
 			continue
 		}
 		return pe
 	}
 	return nil
+}
+
+// judgedOnLocked says whether e's verdict can be judged on pe's samples:
+// they carry every signal it compares. Where no engine of the pool that
+// is up carries them, any engine will do, and the run's verdict says why
+// it was not judged, as on a single engine. m.mu is held.
+func (m *Manager) judgedOnLocked(e *entry, pe *poolEngine) bool {
+	plan := e.run.Plan()
+	spec := plan.Verdict
+	if spec == nil {
+		spec = experiments.DefaultVerdict(plan)
+	}
+	if spec == nil || len(spec.Needs()) == 0 {
+		return true
+	}
+	carries := func(h engine.HostInfo) bool {
+		for _, need := range spec.Needs() {
+			if _, lacks := h.Samples.Lacks(engine.Signal(need)); lacks {
+				return false
+			}
+		}
+		return true
+	}
+	if carries(pe.env.Host) {
+		return true
+	}
+	for _, o := range m.pool {
+		if o.up && o.env != nil && carries(o.env.Host) {
+			return false // wait for one that can judge it
+		}
+	}
+	return true
 }
 
 // canRunOn says whether the engine can run e's spec: it validates there.

@@ -3,6 +3,7 @@ package workshop_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,52 @@ func TestFakePoolPlacement(t *testing.T) {
 	spec, _ := experiments.Parse([]byte(`{"name": "huge", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "0-15"}}]}`))
 	if _, errs := m.Validate(spec); len(errs) == 0 || errs[0].Field != "cpuset-cpus" {
 		t.Errorf("a cpuset no engine has: %v", errs)
+	}
+}
+
+// A run whose verdict compares a signal goes to an engine whose samples
+// carry it, past an idle one whose samples lack it; a run with no verdict
+// takes the first idle engine; and where no engine carries the signal,
+// the run still runs, as on a single engine, its verdict saying why it
+// was not judged.
+func TestFakePoolPlacesByTheSignalsAVerdictNeeds(t *testing.T) {
+	blind, seeing := enginefake.New(), enginefake.New()
+	for _, f := range []*enginefake.Engine{blind, seeing} {
+		f.Runtime = 200 * time.Millisecond
+	}
+	blindPrepare := func(context.Context) (engine.HostInfo, string, error) {
+		h := blind.Host()
+		h.Samples.Missing = append(h.Samples.Missing, engine.Missing{Signal: engine.SignalCPU, Why: "a host that cannot see CPU time"})
+		return h, "limitlab-workload:fake", nil
+	}
+	pool := func(engines ...workshop.PoolEngine) *workshop.Manager {
+		m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, Pool: engines})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = m.Shutdown(ctx)
+		})
+		return m
+	}
+	// Two parallel spins: the default verdict compares their CPU.
+	const compared = `{"name": "compared", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5"}}, {"name": "b", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.25"}}]}`
+	m := pool(workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare},
+		workshop.PoolEngine{Name: "seeing", Address: "tcp://seeing:2376", Engine: seeing, Prepare: fakePrepare(seeing)})
+	judged := poolSubmit(t, m, "ann", compared)
+	plain := poolSubmit(t, m, "bob", fakeSpec)
+	if v := judged.View(); v.Engine != "seeing" {
+		t.Errorf("a run whose verdict compares CPU went to %q, want seeing", v.Engine)
+	}
+	if v := plain.View(); v.Engine != "blind" {
+		t.Errorf("a run without a verdict went to %q, want blind, the first idle engine", v.Engine)
+	}
+	ended(t, judged)
+	ended(t, plain)
+
+	only := pool(workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare})
+	r := poolSubmit(t, only, "cat", compared)
+	v := ended(t, r)
+	if v.Engine != "blind" || v.State != runner.StateDone || v.Verdict == nil || v.Verdict.Judged || !strings.Contains(v.Verdict.Explanation, "cannot see CPU time") {
+		t.Errorf("on a pool that cannot judge it: %s on %q, verdict %+v", v.State, v.Engine, v.Verdict)
 	}
 }
