@@ -189,7 +189,7 @@ func splitList(s string) []string {
 // prepareEngine makes an engine ready for runs: it probes its host, builds
 // the workload image there, probes its block IO control with a container,
 // and removes what an earlier life of this server left on it.
-func prepareEngine(ctx context.Context, eng *client.Client, smp *sampler.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
 	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
 	if err != nil {
 		return host, "", err
@@ -271,7 +271,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
-	prepare := func(eng *client.Client, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
+	prepare := func(eng engine.Engine, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
 		return func(ctx context.Context) (engine.HostInfo, string, error) {
 			return prepareEngine(ctx, eng, smp, cfg.cgroupRoot, bin, st, instance, log)
 		}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"strings"
+
+	"github.com/docker/cli/cli/connhelper"
 
 	"github.com/moby/moby/client"
 )
@@ -22,6 +25,12 @@ type EngineAddress struct {
 		Cert string `json:"cert"`
 		Key  string `json:"key"`
 	} `json:"tls,omitempty"`
+	// SSH is how to reach an ssh:// engine: the key to log in with and
+	// the host keys to trust (none: ssh's own configuration).
+	SSH *struct {
+		IdentityFile   string `json:"identity_file,omitempty"`
+		KnownHostsFile string `json:"known_hosts_file,omitempty"`
+	} `json:"ssh,omitempty"`
 	// Sampler, where the server cannot see the engine host's cgroup
 	// files, is the limitlab sampler that reads them there.
 	Sampler *SamplerAddress `json:"sampler,omitempty"`
@@ -50,12 +59,16 @@ func ValidEngineName(s string) bool { return engineName.MatchString(s) }
 // ParseEngines reads an engines file:
 //
 //	{"engines": [{"name": "bench-1", "host": "unix:///run/docker.sock"},
+//	             {"name": "bench-3", "host": "ssh://lab@10.0.0.13",
+//	              "ssh": {"identity_file": "id_ed25519", "known_hosts_file": "known_hosts"}},
 //	             {"name": "bench-2", "host": "tcp://10.0.0.12:2376",
 //	              "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"},
 //	              "sampler": {"url": "https://10.0.0.12:7071", "token_file": "bench-2.token", "ca": "ca.pem"}}]}
 //
 // Its errors name the engine and the field. An engine on tcp:// must have
-// TLS: whoever reaches its port is root on its host.
+// TLS: whoever reaches its port is root on its host. An ssh:// engine is
+// reached as the docker CLI reaches it: ssh runs `docker system
+// dial-stdio` on its host.
 func ParseEngines(b []byte) ([]EngineAddress, error) {
 	if len(b) > MaxEnginesFile {
 		return nil, fmt.Errorf("engines file: %d bytes, at most %d", len(b), MaxEnginesFile)
@@ -109,9 +122,20 @@ func ParseEngines(b []byte) ([]EngineAddress, error) {
 				return nil, fail("tls", "an engine on tcp:// needs ca, cert and key: whoever reaches its port is root on its host")
 			}
 		case "ssh":
-			return nil, fail("host", "ssh:// is not supported: forward the engine's socket (ssh -NL /run/limitlab/%s.sock:/var/run/docker.sock host) and name it as unix://", e.Name)
+			if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.HasPrefix(u.Hostname(), "-") || strings.HasPrefix(u.User.Username(), "-") {
+				return nil, fail("host", "want ssh://[user@]host[:port][/path/to/docker.sock]")
+			}
+			if _, hasPassword := u.User.Password(); hasPassword {
+				return nil, fail("host", "no password in the address: log in with a key (ssh.identity_file)")
+			}
+			if e.TLS != nil {
+				return nil, fail("tls", "an ssh:// engine takes no TLS: ssh encrypts the connection")
+			}
 		default:
-			return nil, fail("host", "want unix:// or tcp://, got %q", e.Host)
+			return nil, fail("host", "want unix://, tcp:// or ssh://, got %q", e.Host)
+		}
+		if e.SSH != nil && u.Scheme != "ssh" {
+			return nil, fail("ssh", "ssh options are for an ssh:// engine")
 		}
 		if s := e.Sampler; s != nil {
 			u, err := url.Parse(s.URL)
@@ -130,15 +154,52 @@ func ParseEngines(b []byte) ([]EngineAddress, error) {
 	return f.Engines, nil
 }
 
-// Dial makes the client of an engine of a pool.
-func Dial(a EngineAddress) (*client.Client, error) {
+// Dial makes the client of an engine of a pool. An ssh:// engine's
+// connections are ssh processes (the docker CLI's connection helper):
+// never a password prompt (BatchMode), and an unknown host key refused
+// rather than trusted.
+func Dial(a EngineAddress) (Client, error) {
 	opts := []client.Opt{client.WithHost(a.Host)}
 	if a.TLS != nil {
 		opts = append(opts, client.WithTLSClientConfig(a.TLS.CA, a.TLS.Cert, a.TLS.Key))
+	}
+	if strings.HasPrefix(a.Host, "ssh://") {
+		flags := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"}
+		if s := a.SSH; s != nil && s.IdentityFile != "" {
+			flags = append(flags, "-o", "IdentitiesOnly=yes", "-i", s.IdentityFile)
+		}
+		if s := a.SSH; s != nil && s.KnownHostsFile != "" {
+			flags = append(flags, "-o", "UserKnownHostsFile="+s.KnownHostsFile)
+		}
+		h, err := connhelper.GetConnectionHelperWithSSHOpts(a.Host, flags)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: %w", a.Name, err)
+		}
+		opts = []client.Opt{client.WithHost(h.Host), client.WithDialContext(h.Dialer)}
 	}
 	c, err := client.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("engine %s: %w", a.Name, err)
 	}
+	if strings.HasPrefix(a.Host, "ssh://") {
+		// The client's own host is a placeholder: pages and notes name the
+		// engine by its address.
+		return addressed{c, a.Host}, nil
+	}
 	return c, nil
 }
+
+// Client is an engine's client, to be closed when the server stops.
+type Client interface {
+	Engine
+	Close() error
+}
+
+// addressed is a client whose connections go through a helper: its
+// address is the engine's, not the client's placeholder.
+type addressed struct {
+	*client.Client
+	host string
+}
+
+func (a addressed) DaemonHost() string { return a.host }
