@@ -3,10 +3,12 @@ package sampler_test
 import (
 	"context"
 	"io"
+	"net"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,20 +82,19 @@ func TestSamplerRefusesBadRequests(t *testing.T) {
 	}
 }
 
-// TestSamplerStream reads a real container's cgroup files through the
-// sampler: the first reading comes with Open, each later one the tick
-// after it was asked for, on this host's clock; a limit's file reads
-// back what the engine wrote, and a name that is no cgroup file is
-// refused.
-func TestSamplerStream(t *testing.T) {
-	eng, image, host := enginetest.Engine(t)
+// spinning starts a container spinning under --cpus 0.5 for 20 s, removed
+// when the test ends, and returns its id and pid.
+func spinning(t *testing.T) (string, int) {
+	t.Helper()
+	eng, image, _ := enginetest.Engine(t)
 	ctx := context.Background()
+	runID := "sampler-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 20},
 		Resources: experiments.Resources{NanoCPUs: 5e8}, Target: -1}
-	c, err := engine.CreateLane(ctx, eng, "", "sampler-test", 0, lane, image, "")
+	c, err := engine.CreateLane(ctx, eng, "", runID, 0, lane, image, "")
 	if c.ID != "" {
 		t.Cleanup(func() {
-			engine.RemoveRun(context.Background(), eng, "sampler-test", []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
+			engine.RemoveRun(context.Background(), eng, runID, []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
 		})
 	}
 	if err != nil {
@@ -106,6 +107,18 @@ func TestSamplerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c.ID, ins.Container.State.Pid
+}
+
+// TestSamplerStream reads a real container's cgroup files through the
+// sampler: the first reading comes with Open, each later one the tick
+// after it was asked for, on this host's clock; a limit's file reads
+// back what the engine wrote, and a name that is no cgroup file is
+// refused.
+func TestSamplerStream(t *testing.T) {
+	_, _, host := enginetest.Engine(t)
+	ctx := context.Background()
+	id, pid := spinning(t)
 	cl, err := sampler.NewClient(serve(t).URL, token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +126,11 @@ func TestSamplerStream(t *testing.T) {
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := cl.Open(ctx, c.ID, ins.Container.State.Pid, 250*time.Millisecond)
+	s, err := cl.Open(ctx, id, pid, 250*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.(interface{ Close() error }).Close()
+	defer s.(io.Closer).Close()
 	first, err := s.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +150,9 @@ func TestSamplerStream(t *testing.T) {
 		}
 		prev = got
 	}
-	if _, err := s.Read(); err == nil {
-		t.Error("a second reading within the same tick: want none yet")
+	// Never the same reading twice, however soon the next read.
+	if again, err := s.Read(); err == nil && !again.At.After(prev.At) {
+		t.Errorf("a reading at %v after one at %v", again.At, prev.At)
 	}
 	if prev.HasPressure != host.CgroupV2() {
 		t.Errorf("pressure in the readings: %v on cgroup v%s (PSI is v2's)", prev.HasPressure, host.CgroupVersion)
@@ -163,5 +177,93 @@ func TestSamplerStream(t *testing.T) {
 	time.Sleep(250 * time.Millisecond)
 	if _, err := s.Read(); err != nil {
 		t.Errorf("after a refresh: %v", err)
+	}
+}
+
+// TestSamplerStreamComesBack restarts the sampler under an open stream:
+// reads fail, saying the stream was lost, until it is dialled again, then
+// the readings go on where they were, on the same clock.
+func TestSamplerStreamComesBack(t *testing.T) {
+	id, pid := spinning(t)
+	handler := (&sampler.Server{Token: token, Root: "/sys/fs/cgroup", Log: slog.Default()}).Handler()
+	first := httptest.NewUnstartedServer(handler)
+	conns := &tracked{Listener: first.Listener}
+	first.Listener = conns
+	first.Start()
+	addr := first.Listener.Addr().String()
+	cl, err := sampler.NewClient(first.URL, token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cl.Open(context.Background(), id, pid, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.(io.Closer).Close()
+	before, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sampler goes away: its listener and its streams (hijacked, so
+	// the server's Close leaves them).
+	first.Close()
+	conns.closeAll()
+	time.Sleep(300 * time.Millisecond)
+	if _, err := s.Read(); err == nil || !strings.Contains(err.Error(), "stream lost") {
+		t.Errorf("a read with the sampler gone: %v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := httptest.NewUnstartedServer(handler)
+	second.Listener.Close()
+	second.Listener = ln
+	second.Start()
+	defer second.Close()
+	// A reading asked for before the sampler went may still be taken
+	// first; then come the ones after the gap.
+	var after engine.Counters
+	enginetest.WaitFor(t, 10*time.Second, "the stream to come back", func() bool {
+		time.Sleep(250 * time.Millisecond)
+		c, err := s.Read()
+		if err == nil {
+			if !c.At.After(after.At) {
+				t.Errorf("a reading at %v after one at %v", c.At, after.At)
+			}
+			after = c
+		}
+		return err == nil && after.At.Sub(before.At) > time.Second
+	})
+	if after.CPUNs <= before.CPUNs {
+		t.Errorf("after the gap: a reading %v later with %d ns of CPU, before it %d", after.At.Sub(before.At), after.CPUNs, before.CPUNs)
+	}
+	if d := time.Since(after.At); d < 0 || d > time.Second {
+		t.Errorf("a reading after the gap is %v old on this host's clock", d)
+	}
+}
+
+// tracked is a listener that can close every connection it accepted.
+type tracked struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *tracked) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *tracked) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		_ = c.Close()
 	}
 }
