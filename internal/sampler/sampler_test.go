@@ -3,8 +3,8 @@ package sampler_test
 import (
 	"context"
 	"io"
-	"net"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
