@@ -15,6 +15,24 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// composeImage finds docker-compose and builds limitlab:local as the
+// README says (make image: FROM scratch, nothing pulled); it returns
+// docker-compose and the repository's root.
+func composeImage(t *testing.T) (compose, root string) {
+	t.Helper()
+	compose, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatal("docker-compose is needed for this test: apt-get install -y docker-compose")
+	}
+	root, _ = filepath.Abs("../..")
+	image := exec.Command("make", "image")
+	image.Dir = root
+	if out, err := image.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	return compose, root
+}
+
 // TestComposeDeployment builds the image as the README says (make image:
 // FROM scratch, nothing pulled), brings docker-compose.yml up, checks that
 // the dashboard reads cgroup files and runs a lab to its verdict, brings
@@ -22,16 +40,7 @@ import (
 // container, no volume.
 func TestComposeDeployment(t *testing.T) {
 	eng, _, _ := enginetest.Engine(t)
-	compose, err := exec.LookPath("docker-compose")
-	if err != nil {
-		t.Fatal("docker-compose is needed for this test: apt-get install -y docker-compose")
-	}
-	root, _ := filepath.Abs("../..")
-	image := exec.Command("make", "image")
-	image.Dir = root
-	if out, err := image.CombinedOutput(); err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
-	}
+	compose, root := composeImage(t)
 	port := strings.Split(freeAddr(t), ":")[1]
 	project := []string{"-p", "limitlabcompose", "-f", "docker-compose.yml"}
 	up := exec.Command(compose, append(project, "up", "-d")...)

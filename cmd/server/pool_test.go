@@ -38,17 +38,7 @@ func TestServerWithAPool(t *testing.T) {
 	// sb's containers are read by a sampler beside it, as a remote
 	// engine's would be.
 	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "sb.token")
-	if err := os.WriteFile(tokenFile, []byte("sb-sampler-token-0123456789\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	smpAddr := freeAddr(t)
-	smp := exec.Command(bin, "sampler", "-listen", smpAddr, "-token-file", tokenFile)
-	smp.Stderr = os.Stderr
-	if err := smp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = smp.Process.Kill(); _ = smp.Wait() })
+	smpAddr, tokenFile, _ := startSampler(t, bin)
 	file := filepath.Join(dir, "engines.json")
 	body := `{"engines": [{"name": "sa", "host": "` + ds[0].Host + `"}, {"name": "sb", "host": "` + ds[1].Host + `",
 	  "sampler": {"url": "http://` + smpAddr + `", "token_file": "` + tokenFile + `"}}]}`
@@ -129,6 +119,33 @@ func TestServerRefusesABrokenEnginesFile(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), `engine 1 ("lab-1"): tls:`) {
 		t.Fatalf("server with a tcp engine without TLS: %v\n%s", err, out)
 	}
+}
+
+// startSampler runs `limitlab sampler` on loopback with a token of its
+// own, killed when the test ends, and returns its address, its token file
+// and its process once it answers.
+func startSampler(t testing.TB, bin string) (addr, tokenFile string, p *os.Process) {
+	t.Helper()
+	tokenFile = filepath.Join(t.TempDir(), "sampler.token")
+	if err := os.WriteFile(tokenFile, []byte("sampler-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr = freeAddr(t)
+	smp := exec.Command(bin, "sampler", "-listen", addr, "-token-file", tokenFile)
+	smp.Stderr = os.Stderr
+	if err := smp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = smp.Process.Kill(); _ = smp.Wait() })
+	enginetest.WaitFor(t, 10*time.Second, "the sampler to listen", func() bool {
+		res, err := http.Get("http://" + addr + "/v1/ping")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusUnauthorized // no token: refused
+	})
+	return addr, tokenFile, smp.Process
 }
 
 func getJSON(t testing.TB, url string, v any) {

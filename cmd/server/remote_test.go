@@ -104,16 +104,7 @@ func TestRemoteEngineIsStatedHonestly(t *testing.T) {
 func TestRemoteEngineWithASampler(t *testing.T) {
 	bin := remoteEngine(t)
 	eng, _, _ := enginetest.Engine(t)
-	compose, err := exec.LookPath("docker-compose")
-	if err != nil {
-		t.Fatal("docker-compose is needed for this test: apt-get install -y docker-compose")
-	}
-	root, _ := filepath.Abs("../..")
-	image := exec.Command("make", "image")
-	image.Dir = root
-	if out, err := image.CombinedOutput(); err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
-	}
+	compose, root := composeImage(t)
 	const token = "sampler-token-0123456789"
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "sampler.token")

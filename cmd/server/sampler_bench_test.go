@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -34,26 +31,7 @@ func BenchmarkSamplerCost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := b.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("bench-sampler-token-0123456789\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	addr := freeAddr(b)
-	smp := exec.Command(bin, "sampler", "-listen", addr, "-token-file", tokenFile)
-	smp.Stderr = os.Stderr
-	if err := smp.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = smp.Process.Kill(); _ = smp.Wait() })
-	enginetest.WaitFor(b, 10*time.Second, "the sampler to listen", func() bool {
-		res, err := http.Get("http://" + addr + "/v1/ping")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return true
-	})
+	addr, tokenFile, smp := startSampler(b, bin)
 	for range b.N {
 		files, filesExited, filesBase := startServer(b, bin, b.TempDir())
 		through, throughExited, throughBase := startServer(b, bin, b.TempDir(), "-sampler", "http://"+addr, "-sampler-token-file", tokenFile)
@@ -89,11 +67,11 @@ func BenchmarkSamplerCost(b *testing.B) {
 		}
 		var f, t, s []float64
 		for w := range windows {
-			f0, t0, s0 := procCPU(b, files.Process.Pid), procCPU(b, through.Process.Pid), procCPU(b, smp.Process.Pid)
+			f0, t0, s0 := procCPU(b, files.Process.Pid), procCPU(b, through.Process.Pid), procCPU(b, smp.Pid)
 			time.Sleep(window)
 			f = append(f, per(procCPU(b, files.Process.Pid)-f0))
 			t = append(t, per(procCPU(b, through.Process.Pid)-t0))
-			s = append(s, per(procCPU(b, smp.Process.Pid)-s0))
+			s = append(s, per(procCPU(b, smp.Pid)-s0))
 			b.Logf("window %d: per container-sample, server reading the files %.0f µs; through the sampler: server %.0f µs, sampler %.0f µs", w+1, f[w], t[w], s[w])
 		}
 		for _, xs := range [][]float64{f, t, s} {

@@ -238,3 +238,27 @@ func Ratios(xs []float64) string {
 	}
 	return strings.Join(parts, " : ")
 }
+
+// StartLane creates and starts one lane's container on eng, removed when
+// the test ends, and returns it and its process's pid.
+func StartLane(t testing.TB, eng engine.Engine, image, runID string, lane experiments.PlannedLane) (engine.Created, int) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := engine.CreateLane(ctx, eng, "", runID, 0, lane, image, "")
+	if c.ID != "" {
+		t.Cleanup(func() {
+			engine.RemoveRun(context.Background(), eng, runID, []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ins.Container.State.Pid
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/sampler"
-	"github.com/moby/moby/client"
 )
 
 const token = "0123456789abcdef0123"
@@ -87,27 +86,10 @@ func TestSamplerRefusesBadRequests(t *testing.T) {
 func spinning(t *testing.T) (string, int) {
 	t.Helper()
 	eng, image, _ := enginetest.Engine(t)
-	ctx := context.Background()
-	runID := "sampler-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 20},
 		Resources: experiments.Resources{NanoCPUs: 5e8}, Target: -1}
-	c, err := engine.CreateLane(ctx, eng, "", runID, 0, lane, image, "")
-	if c.ID != "" {
-		t.Cleanup(func() {
-			engine.RemoveRun(context.Background(), eng, runID, []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.ID, ins.Container.State.Pid
+	c, pid := enginetest.StartLane(t, eng, image, "sampler-"+strings.ToLower(t.Name()), lane)
+	return c.ID, pid
 }
 
 // TestSamplerStream reads a real container's cgroup files through the
