@@ -39,6 +39,7 @@ test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended)' ./internal/runner
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS)$$' ./internal/sampler
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other. Then the suite's cgroup v2 part, in

@@ -2,11 +2,14 @@ package sampler_test
 
 import (
 	"context"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -247,5 +250,34 @@ func (l *tracked) closeAll() {
 	defer l.mu.Unlock()
 	for _, c := range l.conns {
 		_ = c.Close()
+	}
+}
+
+// TestSamplerOverTLS: a client given the CA that signed the sampler's
+// certificate reaches it over https; one without it is refused by TLS, not
+// let through.
+func TestSamplerOverTLS(t *testing.T) {
+	srv := httptest.NewTLSServer((&sampler.Server{Token: token, Root: "/sys/fs/cgroup", Log: slog.Default()}).Handler())
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sampler.NewClient(srv.URL, token, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Errorf("with the CA: %v", err)
+	}
+	c, err = sampler.NewClient(srv.URL, token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: %v", err)
+	}
+	if _, err := sampler.NewClient("http://"+srv.Listener.Addr().String(), token, ca); err == nil {
+		t.Error("a CA file for an http:// sampler")
 	}
 }
