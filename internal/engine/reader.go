@@ -23,10 +23,10 @@ type CgroupFiles interface {
 }
 
 // CgroupSource opens a container's cgroup files where the server cannot
-// see them: a sampler beside a remote engine (limitlab sampler). every is
-// the run's sampling interval.
+// see them: a sampler beside a remote engine (limitlab sampler), which
+// reads them when asked, at the run's ticks.
 type CgroupSource interface {
-	Open(ctx context.Context, id string, pid int, every time.Duration) (CgroupFiles, error)
+	Open(ctx context.Context, id string, pid int) (CgroupFiles, error)
 	// Address is where the source is, for the page.
 	Address() string
 }
@@ -46,10 +46,10 @@ const (
 )
 
 // OpenReader picks how a container's counters are read: its cgroup files if
-// the server can see them or a sampler reads them (every is the run's
-// interval), else the engine's one-shot stats. It returns the reader, how
-// often it may be read (0: every tick) and the source's name.
-func OpenReader(ctx context.Context, eng Engine, h HostInfo, id string, pid int, every time.Duration, log *slog.Logger) (Reader, time.Duration, string) {
+// the server can see them or a sampler reads them, else the engine's
+// one-shot stats. It returns the reader, how often it may be read (0:
+// every tick) and the source's name.
+func OpenReader(ctx context.Context, eng Engine, h HostInfo, id string, pid int, log *slog.Logger) (Reader, time.Duration, string) {
 	switch h.StatsSource {
 	case StatsCgroup:
 		cg, err := FindCgroup(h.cgroupRoot, id, pid)
@@ -58,7 +58,7 @@ func OpenReader(ctx context.Context, eng Engine, h HostInfo, id string, pid int,
 		}
 		log.Warn("cgroup files not found, using engine stats", slog.String("id", id[:12]), slog.Any("err", err))
 	case StatsSampler:
-		cg, err := h.sampler.Open(ctx, id, pid, every)
+		cg, err := h.sampler.Open(ctx, id, pid)
 		if err == nil {
 			return cg, 0, StatsSampler
 		}

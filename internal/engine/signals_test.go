@@ -26,7 +26,7 @@ func TestEngineStatsAgainstCgroupFiles(t *testing.T) {
 	c, files := startLane(t, eng, image, "signals", lane)
 	remote := h
 	remote.StatsSource = engine.StatsEngine
-	stats, _, _ := engine.OpenReader(ctx, eng, remote, c.ID, 0, 0, slog.Default())
+	stats, _, _ := engine.OpenReader(ctx, eng, remote, c.ID, 0, slog.Default())
 	var fromFiles, fromEngine engine.Counters
 	var err error
 	enginetest.WaitFor(t, time.Minute, "IO in both sources", func() bool {

@@ -52,7 +52,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	if ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
 		pid = ins.Container.State.Pid
 	}
-	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, r.interval, log)
+	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
 	r.mu.Lock()
 	applied := ls.applied // replaced, never changed in place, by a live change

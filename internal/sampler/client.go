@@ -116,7 +116,7 @@ func answer(res *http.Response) string {
 // Open opens a stream of a container's counters. It takes the first
 // reading before it returns, so that a container the sampler cannot see
 // is an error here, not an empty chart.
-func (c *Client) Open(ctx context.Context, id string, pid int, every time.Duration) (engine.CgroupFiles, error) {
+func (c *Client) Open(ctx context.Context, id string, pid int) (engine.CgroupFiles, error) {
 	u := c.base.JoinPath("v1", "cgroup")
 	u.RawQuery = url.Values{"id": {id}, "pid": {strconv.Itoa(pid)}}.Encode()
 	dial := func(ctx context.Context) (*websocket.Conn, error) {

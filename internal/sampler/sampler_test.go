@@ -111,7 +111,7 @@ func TestSamplerStream(t *testing.T) {
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := cl.Open(ctx, id, pid, 250*time.Millisecond)
+	s, err := cl.Open(ctx, id, pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestSamplerStreamComesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := cl.Open(context.Background(), id, pid, 250*time.Millisecond)
+	s, err := cl.Open(context.Background(), id, pid)
 	if err != nil {
 		t.Fatal(err)
 	}
