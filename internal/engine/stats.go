@@ -32,6 +32,12 @@ type Counters struct {
 	HasPressure                             bool
 }
 
+// Fell says whether any of c's cumulative counters is below prev's.
+func (c Counters) Fell(prev Counters) bool {
+	return c.CPUNs < prev.CPUNs || c.Periods < prev.Periods || c.ThrottledPeriods < prev.ThrottledPeriods || c.ThrottledNs < prev.ThrottledNs ||
+		c.ReadBytes < prev.ReadBytes || c.WriteBytes < prev.WriteBytes || c.ReadOps < prev.ReadOps || c.WriteOps < prev.WriteOps
+}
+
 // Sample is what a lane did between two readings of its counters. It is what
 // the charts draw.
 type Sample struct {

@@ -232,3 +232,25 @@ func BenchmarkParseCgroupV1Files(b *testing.B) {
 		}
 	}
 }
+
+// Cumulative counters that fall are no reading of the same cgroup.
+func TestCountersFell(t *testing.T) {
+	prev := Counters{CPUNs: 5e9, Periods: 40, ThrottledPeriods: 3, WriteBytes: 1 << 20}
+	if prev.Fell(prev) {
+		t.Error("a reading equal to the last fell")
+	}
+	more := prev
+	more.CPUNs, more.Periods, more.MemBytes = 6e9, 41, 0 // memory use may fall
+	if more.Fell(prev) {
+		t.Error("a reading with more CPU time and periods fell")
+	}
+	zero := Counters{}
+	if !zero.Fell(prev) {
+		t.Error("a reading of zeros after counters did not fall")
+	}
+	fewer := more
+	fewer.Periods = 39
+	if !fewer.Fell(prev) {
+		t.Error("fewer periods than the last reading did not fall")
+	}
+}

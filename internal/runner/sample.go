@@ -83,6 +83,12 @@ func (x *execution) sampleOnce(now time.Time) {
 			continue // the lane ended meanwhile
 		}
 		c := counters[k]
+		if l.hasPrev && c.Fell(l.prev) {
+			// Cumulative counters never fall in one cgroup's life: this
+			// reading is not of the lane's cgroup as it was (one being torn
+			// down), and would leave the lane's totals short.
+			continue
+		}
 		if reports[k].new {
 			l.progressed(reports[k].p)
 		}

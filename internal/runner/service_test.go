@@ -121,7 +121,18 @@ func TestGOMAXPROCSLab(t *testing.T) {
 				enginetest.Figure(t, "gomaxprocs, "+l.Name+" (periods throttled)", "%.0f%% (%s)", 100*float64(l.ThrottledPeriods)/float64(l.Periods), l.Result)
 			}
 			if l.ExitCode == nil || *l.ExitCode != 0 || l.Periods == 0 {
-				t.Errorf("%s: exit %v, %d periods", l.Name, l.ExitCode, l.Periods)
+				var n int
+				var sampled uint64
+				for _, s := range samplesOf(t, r) {
+					if s.Lane == l.Index {
+						n, sampled = n+1, sampled+s.Periods
+					}
+				}
+				code := "none"
+				if l.ExitCode != nil {
+					code = strconv.Itoa(*l.ExitCode)
+				}
+				t.Errorf("%s: exit %s, %d periods in its totals, %d in its %d samples (stats from %s)", l.Name, code, l.Periods, sampled, n, l.StatsSource)
 			}
 			if want, ok := arms[l.Name]; ok && !strings.Contains(l.Result, want) {
 				t.Errorf("%s: %q, want %s", l.Name, l.Result, want)
