@@ -7,7 +7,8 @@ const panel = document.getElementById("steps");
 
 function valueText(s) {
   if (!s.full) return "";
-  return s.metric === "throttled" ? `(now ${Math.round(100 * s.value)}%)` : `(now ${Number(s.value.toPrecision(3))})`;
+  if (s.metric === "throttled") return `(now ${Math.round(100 * s.value)}%)`;
+  return `(now ${Number(s.value.toPrecision(3))}${s.metric === "throttled_ms" ? " ms/s" : ""})`;
 }
 
 export function showSteps(view) {

@@ -79,6 +79,10 @@ func metricText(m string) string {
 		return "rate"
 	case experiments.MetricPhaseRecovery:
 		return "rate ÷ phase 1"
+	case experiments.MetricIOShare:
+		return "IO bandwidth"
+	case experiments.MetricThrottling:
+		return "share of time throttled"
 	}
 	return "CPU use"
 }

@@ -72,8 +72,11 @@ type LaneOutcome struct {
 type CoreSample struct {
 	T, DT, Cores float64
 	IOBps        float64 // block IO read and written, bytes per second
-	// CFS periods and periods throttled in the sample, and memory in use.
+	// CFS periods and periods throttled in the sample, milliseconds
+	// throttled (summed over the CPUs the group was throttled on), and
+	// memory in use.
 	Periods, ThrottledPeriods float64
+	ThrottledMs               float64
 	MemBytes                  float64
 }
 

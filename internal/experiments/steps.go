@@ -44,12 +44,16 @@ type Check struct {
 const (
 	CheckCores     = "cores"     // CPU in cores
 	CheckThrottled = "throttled" // share of CFS periods throttled, 0 to 1
-	CheckMemoryMiB = "memory_mib"
-	CheckIOMBps    = "io_mbps" // block IO read and written, MB/s
+	// CheckThrottledMs is milliseconds throttled a second, summed over
+	// the CPUs the group ran on: a share of periods counts one throttled
+	// for a microsecond, this does not.
+	CheckThrottledMs = "throttled_ms"
+	CheckMemoryMiB   = "memory_mib"
+	CheckIOMBps      = "io_mbps" // block IO read and written, MB/s
 )
 
 // CheckMetrics are the metrics a step's check may use.
-var CheckMetrics = []string{CheckCores, CheckThrottled, CheckMemoryMiB, CheckIOMBps}
+var CheckMetrics = []string{CheckCores, CheckThrottled, CheckThrottledMs, CheckMemoryMiB, CheckIOMBps}
 
 // DefaultCheckSeconds is a check's window unless it sets one.
 const DefaultCheckSeconds = 3
@@ -190,6 +194,8 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 			sum += s.Cores * s.DT
 		case CheckMemoryMiB:
 			sum += s.MemBytes / (1 << 20) * s.DT
+		case CheckThrottledMs:
+			sum += s.ThrottledMs
 		case CheckIOMBps:
 			sum += s.IOBps / 1e6 * s.DT
 		}
@@ -198,10 +204,12 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 		return false, 0, false
 	}
 	value = sum / covered
-	if c.Metric == CheckThrottled {
+	if c.Metric == CheckThrottled || c.Metric == CheckThrottledMs {
 		if periods < minCheckPeriods {
 			return false, 0, false // the lane barely ran: nothing to judge yet
 		}
+	}
+	if c.Metric == CheckThrottled {
 		value = throttled / periods
 	}
 	switch c.Op {
@@ -217,7 +225,7 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 
 // Text is the check in words, for the page.
 func (c Check) Text() string {
-	what := map[string]string{CheckCores: "cores", CheckThrottled: "throttled periods", CheckMemoryMiB: "memory (MiB)", CheckIOMBps: "block IO (MB/s)"}[c.Metric]
+	what := map[string]string{CheckCores: "cores", CheckThrottled: "throttled periods", CheckThrottledMs: "throttled ms a second", CheckMemoryMiB: "memory (MiB)", CheckIOMBps: "block IO (MB/s)"}[c.Metric]
 	value := strconv.FormatFloat(c.Value, 'g', 4, 64)
 	if c.Metric == CheckThrottled {
 		value = strconv.FormatFloat(c.Value*100, 'g', 4, 64) + "%"

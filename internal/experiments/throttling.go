@@ -6,12 +6,16 @@ import (
 	"strconv"
 )
 
-// MetricThrottling judges services under a CPU quota by how often CFS
-// throttles them: one that can run more threads at once than its quota
-// allows burns the quota early in each period and is throttled in most of
-// them; one that cannot is throttled in few (the GOMAXPROCS write-up, and
-// automaxprocs' reason to be). The tolerance is absolute, on the share of
-// periods throttled.
+// MetricThrottling judges services under a CPU quota by how long CFS
+// throttles them: one that runs n threads at once under a quota of q CPUs
+// (n > q) burns the quota in q/n of each period and is throttled for the
+// rest of it on each of its n CPUs, 1 − q/n of its CPUs' time; one that
+// cannot exceed its quota is hardly throttled at all (the GOMAXPROCS
+// write-up, and automaxprocs' reason to be). The kernel's throttled time is
+// summed over the CPUs the group was throttled on. The tolerance is
+// absolute, on that share of time. (The share of periods throttled is no
+// measure of it: a service held to its quota that overruns it by a
+// microsecond in most periods counts as throttled in most of them.)
 const MetricThrottling = "throttling"
 
 // GoThreads is how many threads of an http workload run Go code at once:
@@ -36,15 +40,19 @@ func GoThreads(w Workload, quota float64, ncpu int) int {
 	return min(n, ncpu)
 }
 
-// ThrottleOutcome is what CFS counted of a lane over its run.
+// ThrottleOutcome is what CFS counted of a lane over its run, and how long
+// it ran.
 type ThrottleOutcome struct {
 	Completed          bool
 	Periods, Throttled uint64
+	ThrottledNs        uint64
+	Wall               float64 // seconds
 }
 
 // JudgeThrottling gives the verdict of a lab judged by MetricThrottling:
-// each http lane under a CPU quota is predicted to be throttled in most
-// periods (1) when its Go threads exceed the quota, in few (0) when not.
+// each http lane under a CPU quota is predicted to be throttled for 1 − q/n
+// of its CPUs' time when its n Go threads exceed its quota q, for none of
+// it when not.
 func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu int) Verdict {
 	v := Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance}
 	worst := 0.0
@@ -53,16 +61,16 @@ func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu in
 		if l.Workload.Kind != KindHTTP || quota <= 0 {
 			continue
 		}
-		if !out[i].Completed || out[i].Periods == 0 {
+		if !out[i].Completed || out[i].Periods == 0 || out[i].Wall <= 0 {
 			v.Explanation = fmt.Sprintf("Not judged: lane %d (%s) did not serve its load to the end under its quota.", i+1, l.Name)
 			return v
 		}
 		threads := GoThreads(l.Workload, quota, ncpu)
 		predicted := 0.0
 		if float64(threads) > quota {
-			predicted = 1
+			predicted = 1 - quota/float64(threads)
 		}
-		measured := float64(out[i].Throttled) / float64(out[i].Periods)
+		measured := float64(out[i].ThrottledNs) / 1e9 / (float64(threads) * out[i].Wall)
 		v.Labels = append(v.Labels, fmt.Sprintf("%s (GOMAXPROCS %d, --cpus %s)", l.Name, threads, strconv.FormatFloat(quota, 'f', -1, 64)))
 		v.Predicted = append(v.Predicted, predicted)
 		v.Measured = append(v.Measured, measured)
@@ -73,7 +81,7 @@ func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu in
 		return v
 	}
 	v.Judged, v.Pass = true, worst <= spec.Tolerance
-	v.Explanation = fmt.Sprintf("A service whose Go threads outnumber its quota is throttled in most periods (1), one that cannot exceed it in few (0): predicted %s, measured shares of periods throttled %s; the farthest is %.2f off, tolerance %.2f.",
+	v.Explanation = fmt.Sprintf("A service whose Go threads outnumber its quota is throttled for the rest of each period once its threads have burnt the quota (1 − quota/threads of its CPUs' time), one that cannot exceed it hardly at all (0): predicted %s, measured shares of time throttled %s; the farthest is %.2f off, tolerance %.2f.",
 		ratios(v.Predicted), ratios(v.Measured), worst, spec.Tolerance)
 	return v
 }

@@ -172,7 +172,7 @@ func (x *execution) judgeLocked() {
 		th := make([]experiments.ThrottleOutcome, len(lanes))
 		for i, l := range lanes {
 			th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
-				Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods}
+				Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods, ThrottledNs: l.totals.ThrottledNs, Wall: l.wall}
 		}
 		v = experiments.JudgeThrottling(*spec, r.plan, th, host.NCPU)
 	default:

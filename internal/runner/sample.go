@@ -101,7 +101,7 @@ func (x *execution) sampleOnce(now time.Time) {
 			}
 			batch = append(batch, s)
 			l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps,
-				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), MemBytes: float64(s.MemBytes)})
+				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs, MemBytes: float64(s.MemBytes)})
 			if phased && l.reported {
 				// Phase means count only samples after the
 				// workload's first report of its rate.

@@ -112,6 +112,12 @@ func TestGOMAXPROCSLab(t *testing.T) {
 		t.Fatalf("state %s: %s", v.State, v.Error)
 	}
 	enginetest.CheckVerdict(t, v.Verdict)
+	if v.Verdict != nil {
+		t.Logf("verdict: %s", v.Verdict.Explanation)
+		if v.Verdict.Judged {
+			enginetest.Figure(t, "gomaxprocs (share of CPU time throttled)", "%s (predicted %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
+		}
+	}
 	checkSteps(t, v)
 	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
 	for _, l := range v.Lanes {
