@@ -38,7 +38,7 @@ test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended)' ./internal/runner
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended|TestAReadingWhoseCountersFell)' ./internal/runner
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS)$$' ./internal/sampler
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host

@@ -215,6 +215,7 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 		// After the IO probe, which reads its container's files here when
 		// it can see them (and the workloads' progress files with them).
 		host.UseSampler(smp)
+		log.Info("stats", slog.String("source", host.StatsSource), slog.String("sampler", smp.Address()))
 	}
 	// Only this server's leftovers: another on the same engine keeps its
 	// containers.

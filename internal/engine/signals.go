@@ -62,3 +62,14 @@ func (s Sampling) Lacks(sig Signal) (string, bool) {
 	}
 	return "", false
 }
+
+// LacksAny says whether samples on this host lack one of the signals
+// named (a verdict's Needs): the first such, and why.
+func (s Sampling) LacksAny(signals []string) (signal, why string, lacks bool) {
+	for _, sig := range signals {
+		if why, lacks := s.Lacks(Signal(sig)); lacks {
+			return sig, why, true
+		}
+	}
+	return "", "", false
+}

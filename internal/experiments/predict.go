@@ -263,6 +263,15 @@ type Verdict struct {
 	Explanation string    `json:"explanation"`
 }
 
+// JudgedBy is the verdict a run of the plan is judged by: its lab's, or
+// the default; nil if none.
+func (p Plan) JudgedBy() *VerdictSpec {
+	if p.Verdict != nil {
+		return p.Verdict
+	}
+	return DefaultVerdict(p)
+}
+
 // DefaultVerdict is how a custom run is judged: by wall time when its
 // lanes do the same kind of bounded work one after another, by CPU share
 // when they are all CPU-bound; otherwise not at all.

@@ -129,10 +129,7 @@ func (x *execution) judgeLocked() {
 			lanes[i].predictedCores, lanes[i].predictedWall = &cores, &wall
 		}
 	}
-	spec := r.plan.Verdict
-	if spec == nil {
-		spec = experiments.DefaultVerdict(r.plan)
-	}
+	spec := r.plan.JudgedBy()
 	if spec == nil || r.st.state != StateDone {
 		return
 	}
@@ -185,11 +182,9 @@ func (x *execution) judgeLocked() {
 // metric needs: not judged, saying which and why, rather than judged on
 // what is not there.
 func unjudgeable(spec experiments.VerdictSpec, s engine.Sampling) (experiments.Verdict, bool) {
-	for _, need := range spec.Needs() {
-		if why, lacks := s.Lacks(engine.Signal(need)); lacks {
-			return experiments.Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance,
-				Explanation: fmt.Sprintf("not judged: this verdict compares %s, which samples on this host lack (%s)", need, why)}, true
-		}
+	if need, why, lacks := s.LacksAny(spec.Needs()); lacks {
+		return experiments.Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance,
+			Explanation: fmt.Sprintf("not judged: this verdict compares %s, which samples on this host lack (%s)", need, why)}, true
 	}
 	return experiments.Verdict{}, false
 }

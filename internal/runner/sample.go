@@ -82,15 +82,15 @@ func (x *execution) sampleOnce(now time.Time) {
 		if errs[k] != nil || l.reader != j.rd {
 			continue // the lane ended meanwhile
 		}
-		c := counters[k]
-		if l.hasPrev && c.Fell(l.prev) {
-			// Cumulative counters never fall in one cgroup's life: this
-			// reading is not of the lane's cgroup as it was (one being torn
-			// down), and would leave the lane's totals short.
-			continue
-		}
 		if reports[k].new {
 			l.progressed(reports[k].p)
+		}
+		c := counters[k]
+		if l.hasPrev && c.Fell(l.prev) {
+			// Cumulative counters never fall in one cgroup's life: a
+			// reading whose counters did is no later reading of the lane's,
+			// and would leave its totals short.
+			continue
 		}
 		if l.hasPrev {
 			s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)

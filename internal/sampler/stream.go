@@ -73,9 +73,11 @@ func (s *stream) receive() {
 			continue
 		}
 		s.mu.Lock()
-		if c, ok := s.files[rep.Seq]; ok {
-			delete(s.files, rep.Seq)
-			c <- rep
+		if rep.Seq != 0 { // a file's answer; reads carry none
+			if c, ok := s.files[rep.Seq]; ok { // not given up on
+				delete(s.files, rep.Seq)
+				c <- rep
+			}
 			s.mu.Unlock()
 			continue
 		}

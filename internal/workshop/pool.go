@@ -236,21 +236,13 @@ func (m *Manager) engineForLocked(e *entry) *poolEngine {
 // is up carries them, any engine will do, and the run's verdict says why
 // it was not judged, as on a single engine. m.mu is held.
 func (m *Manager) judgedOnLocked(e *entry, pe *poolEngine) bool {
-	plan := e.run.Plan()
-	spec := plan.Verdict
-	if spec == nil {
-		spec = experiments.DefaultVerdict(plan)
-	}
+	spec := e.run.Plan().JudgedBy()
 	if spec == nil || len(spec.Needs()) == 0 {
 		return true
 	}
 	carries := func(h engine.HostInfo) bool {
-		for _, need := range spec.Needs() {
-			if _, lacks := h.Samples.Lacks(engine.Signal(need)); lacks {
-				return false
-			}
-		}
-		return true
+		_, _, lacks := h.Samples.LacksAny(spec.Needs())
+		return !lacks
 	}
 	if carries(pe.env.Host) {
 		return true
