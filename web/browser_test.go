@@ -214,15 +214,28 @@ func TestBrowserChangesLimitsLive(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="control-0"] input[data-field="cpus"]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-testid="control-0"] input[data-field="cpus"]`), "0.25"),
 		chromedp.Click(chromedp.CSS(`[data-testid="apply-0"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="change-row"]`)),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="change-row"]`)))
+	row := liveText(t, ctx, `[data-testid="change-row"]`)
 	if !strings.Contains(row, "cpus 0.25") || !strings.Contains(row, "docker update --cpus 0.25") {
 		t.Errorf("change row %q", row)
 	}
+}
+
+// liveText waits for the first element matching selector to hold text and
+// returns that text. A live run's results fragment is replaced whenever
+// its view moves on, so a node found by one query may be detached by the
+// next (chromedp then reads it as empty): the text is read in the page, by
+// one expression at each poll.
+func liveText(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	text := `(document.querySelector(` + strconv.Quote(selector) + `) || {textContent: ""}).textContent`
+	if err := chromedp.Do(ctx, void(chromedp.Poll[bool](text+` !== ""`, chromedp.WithPollingTimeout(30*time.Second)))); err != nil {
+		t.Fatalf("nothing in %s: %v", selector, err)
+	}
+	return run(t, ctx, chromedp.Evaluate[string](text))
 }
 
 // browserStart starts a run from the browser, as its participant, and
