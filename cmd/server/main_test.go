@@ -70,16 +70,8 @@ func TestServerReapsOnStartAndCleansUpOnSIGTERM(t *testing.T) {
 		`{"name": "long", "duration": "5m", "lanes": [{"workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.1"}}]}`)}
 	enginetest.WaitFor(t, time.Minute, "the run's container", func() bool { return enginetest.Labelled(t, created.ID) == 1 })
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("server exited with %v after SIGTERM, want a clean exit", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("server did not exit within a minute of SIGTERM")
+	if err := terminate(t, cmd, exited); err != nil {
+		t.Errorf("server exited with %v after SIGTERM, want a clean exit", err)
 	}
 	if n := enginetest.Labelled(t, created.ID); n != 0 {
 		t.Errorf("%d containers of the run remain after shutdown", n)
@@ -142,6 +134,20 @@ func startServer(t testing.TB, bin, dataDir string, args ...string) (*exec.Cmd, 
 		return res.StatusCode == http.StatusOK
 	})
 	return cmd, exited, base
+}
+
+// terminate sends the server SIGTERM and returns how it exited, failing
+// the test if it has not within a minute.
+func terminate(t testing.TB, cmd *exec.Cmd, exited chan error) error {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("the server (pid %d) did not exit within a minute of SIGTERM", cmd.Process.Pid)
+		return nil
+	}
 }
 
 // TestKilledServerMarksItsRunInterruptedOnRestart kills the server with

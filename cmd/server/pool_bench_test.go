@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -175,11 +174,6 @@ func BenchmarkPoolDashboard(b *testing.B) {
 		b.ReportMetric(watched[len(watched)/2], "cores-200-viewers")
 		b.ReportMetric(rss, "rss-MiB")
 		b.ReportMetric(peak, "rss-peak-MiB")
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(time.Minute):
-			b.Fatal("the server did not exit within a minute of SIGTERM")
-		}
+		_ = terminate(b, cmd, exited)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,14 +93,8 @@ func TestServerWithAPool(t *testing.T) {
 			t.Errorf("/engines lacks %s", want)
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("server exited with %v after SIGTERM", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("server did not exit within a minute of SIGTERM")
+	if err := terminate(t, cmd, exited); err != nil {
+		t.Errorf("server exited with %v after SIGTERM", err)
 	}
 }
 

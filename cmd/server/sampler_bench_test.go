@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,15 +78,7 @@ func BenchmarkSamplerCost(b *testing.B) {
 		b.ReportMetric(f[windows/2], "files-server-µs/sample")
 		b.ReportMetric(t[windows/2], "sampled-server-µs/sample")
 		b.ReportMetric(s[windows/2], "sampler-µs/sample")
-		for _, p := range []*exec.Cmd{files, through} {
-			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range []chan error{filesExited, throughExited} {
-			select {
-			case <-c:
-			case <-time.After(time.Minute):
-				b.Fatal("a server did not exit within a minute of SIGTERM")
-			}
-		}
+		_ = terminate(b, through, throughExited)
+		_ = terminate(b, files, filesExited)
 	}
 }
