@@ -281,6 +281,15 @@ func (h HostInfo) Describe() string {
 	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
 }
 
+// Identity names what a host's runs depend on that can change while the
+// server runs: the engine's version, the kernel, the cgroup version and
+// driver, the CPUs, the memory and the data root. A pool engine whose
+// identity moved since it was made ready is made ready again.
+func (h HostInfo) Identity() string {
+	return fmt.Sprintf("Docker %s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
+		h.EngineVersion, h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+}
+
 // FreeBytes is the space an unprivileged writer has under dir, read now;
 // 0 when it cannot be read (the engine is elsewhere, or dir is not visible
 // here).

@@ -10,7 +10,6 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
-	"github.com/moby/moby/client"
 )
 
 // PoolEngine is one engine of a pool as the server is given it: its name,
@@ -39,6 +38,10 @@ type poolEngine struct {
 	probedAt time.Time
 	running  map[*entry]bool
 	watching bool
+	// changed is set while the engine's host is no longer the one it was
+	// made ready on and a run is still on it: it takes no other run until
+	// it is made ready again.
+	changed bool
 	// orphans are the runs interrupted by the engine's going away, whose
 	// containers are removed when it answers again.
 	orphans []string
@@ -89,26 +92,42 @@ func (m *Manager) Engines() []EngineView {
 	return out
 }
 
-// probe makes an engine ready if it is not, and checks that it answers;
-// it returns whether it came up. m.mu is not held.
+// probe makes an engine ready if it is not, and checks that it answers
+// as the host it was made ready on. An engine is made ready anew when it
+// answers after it left the pool, and when its host is no longer the one
+// it was (another version, kernel, cgroup version, CPUs or memory) once no
+// run is on it: it may have come back as another engine, and what runs
+// may ask of it was probed on the old one. It returns whether the engine
+// came up or was made ready again. m.mu is not held.
 func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	m.mu.Lock()
-	ready := pe.env != nil
+	env, ready, busy := pe.env, pe.env != nil && pe.up, len(pe.running) > 0
 	m.mu.Unlock()
 	var err error
+	if ready {
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		var now engine.HostInfo
+		now, err = engine.ProbeHost(pctx, pe.Engine, "")
+		pcancel()
+		if was, is := env.Host.Identity(), now.Identity(); err == nil && was != is {
+			m.mu.Lock()
+			if !pe.changed {
+				m.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", was), slog.String("is", is), slog.Bool("busy", busy))
+			}
+			pe.changed = busy
+			m.mu.Unlock()
+			ready = busy // made ready again once its run ends
+		}
+	}
 	var host engine.HostInfo
 	var image string
-	if !ready {
+	if err == nil && !ready {
 		host, image, err = pe.Prepare(ctx)
-	} else {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = pe.Engine.ServerVersion(pctx, client.ServerVersionOptions{})
-		pcancel()
-		if err == nil {
-			err = m.reapOrphans(ctx, pe)
-		}
+	}
+	if err == nil {
+		err = m.reapOrphans(ctx, pe)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,9 +144,10 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 		if m.opts.Store != nil {
 			pe.env.Recorder = recorder{m.opts.Store}
 		}
+		pe.changed = false
 		m.log.Info("engine joined the pool", slog.String("engine", pe.Name), slog.String("host", host.Describe()))
 	}
-	came := !pe.up
+	came := !pe.up || !ready
 	pe.up, pe.err = true, ""
 	if !pe.watching {
 		pe.watching = true
@@ -213,7 +233,7 @@ func (m *Manager) prober() {
 // signals its verdict compares; nil if none. m.mu is held.
 func (m *Manager) engineForLocked(e *entry) *poolEngine {
 	for _, pe := range m.pool {
-		if !pe.up || pe.env == nil || len(pe.running) >= pe.capacity {
+		if !pe.up || pe.env == nil || pe.changed || len(pe.running) >= pe.capacity {
 			continue
 		}
 		var inUse ask

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,6 +101,58 @@ func TestFakePoolPlacement(t *testing.T) {
 	spec, _ := experiments.Parse([]byte(`{"name": "huge", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "0-15"}}]}`))
 	if _, errs := m.Validate(spec); len(errs) == 0 || errs[0].Field != "cpuset-cpus" {
 		t.Errorf("a cpuset no engine has: %v", errs)
+	}
+}
+
+// An engine whose host changes under it (here its CPUs) is made ready
+// again once its run has ended, and takes no other run before: what runs
+// may ask of it was probed on the host it was.
+func TestFakePoolEngineThatChangesIsPreparedAgain(t *testing.T) {
+	f := enginefake.New()
+	f.Runtime = 100 * time.Millisecond
+	var mu sync.Mutex
+	var prepared []time.Time
+	m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, Pool: []workshop.PoolEngine{
+		{Name: "e", Address: "tcp://e:2376", Engine: f, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+			mu.Lock()
+			prepared = append(prepared, time.Now())
+			mu.Unlock()
+			return fakePrepare(f)(ctx)
+		}},
+	}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	const wide = `{"name": "wide", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "4-7"}}]}`
+	spec, _ := experiments.Parse([]byte(wide))
+	if _, errs := m.Validate(spec); len(errs) == 0 {
+		t.Fatal("CPUs 4-7 on a host of 2 validated")
+	}
+	first := poolSubmit(t, m, "ann", fakeSpec)
+	f.SetNCPU(8)
+	second := poolSubmit(t, m, "bob", fakeSpec)
+	if v := ended(t, first); v.State != runner.StateDone {
+		t.Fatalf("the first run: %s %s", v.State, v.Error)
+	}
+	sv := ended(t, second)
+	if sv.State != runner.StateDone {
+		t.Fatalf("the second run: %s %s", sv.State, sv.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(prepared) != 2 {
+		t.Fatalf("prepared %d times, want twice: at start and once the host had changed", len(prepared))
+	}
+	if sv.StartedAt.Before(prepared[1]) {
+		t.Errorf("the second run started at %v, before the changed engine was made ready again at %v", sv.StartedAt, prepared[1])
+	}
+	if v := m.Engines()[0]; v.CPUs != 8 || !v.Up {
+		t.Errorf("the engine after its change: %+v", v)
+	}
+	if _, errs := m.Validate(spec); len(errs) != 0 {
+		t.Errorf("CPUs 4-7 on the host of 8 it became: %v", errs)
 	}
 }
 

@@ -115,8 +115,18 @@ func (e *Engine) Volumes() int {
 	return len(e.volumes)
 }
 
+// SetNCPU changes the host's CPUs while the engine is in use: the host
+// the engine reports from then on.
+func (e *Engine) SetNCPU(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.NCPU = n
+}
+
 func (e *Engine) Info(context.Context, client.InfoOptions) (client.SystemInfoResult, error) {
+	e.mu.Lock()
 	ncpu, mem := e.NCPU, e.Mem
+	e.mu.Unlock()
 	if ncpu == 0 {
 		ncpu = 2
 	}
