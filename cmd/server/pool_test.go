@@ -82,16 +82,22 @@ func TestServerWithAPool(t *testing.T) {
 	if !va.StartedAt.Before(vb.EndedAt) || !vb.StartedAt.Before(va.EndedAt) {
 		t.Errorf("the runs did not overlap: %v–%v and %v–%v", va.StartedAt, va.EndedAt, vb.StartedAt, vb.EndedAt)
 	}
-	res, err := http.Get(base + "/engines")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	page := getPage(t, base+"/engines")
 	for _, want := range []string{`data-engine="sa"`, `data-engine="sb"`, ds[0].Host} {
-		if !strings.Contains(string(page), want) {
+		if !strings.Contains(page, want) {
 			t.Errorf("/engines lacks %s", want)
 		}
+	}
+	// The export keeps the engine, and compare says the two ran apart.
+	var exported struct {
+		Run struct{ Engine string }
+	}
+	getJSON(t, base+"/api/runs/"+a+"/export?format=json", &exported)
+	if exported.Run.Engine != va.Engine {
+		t.Errorf("run %s ran on %s; its export says %q", a, va.Engine, exported.Run.Engine)
+	}
+	if page := getPage(t, base+"/compare?a="+a+"&b="+b); !strings.Contains(page, `data-testid="compare-engines"`) {
+		t.Errorf("compare of runs on %s and %s does not say they ran on different engines", va.Engine, vb.Engine)
 	}
 	if err := terminate(t, cmd, exited); err != nil {
 		t.Errorf("server exited with %v after SIGTERM", err)
@@ -139,6 +145,21 @@ func startSampler(t testing.TB, bin string, extra ...string) (addr, tokenFile st
 		return err == nil
 	})
 	return addr, tokenFile, smp.Process
+}
+
+// getPage is the body of a page that answers 200.
+func getPage(t testing.TB, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, res.StatusCode, err)
+	}
+	return string(b)
 }
 
 func getJSON(t testing.TB, url string, v any) {
