@@ -84,6 +84,9 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	go func() { stderrc <- x.followLogs(lctx, ls, id) }()
 
 	exit, waitErr, timedOut, stopped := x.awaitExit(ctx, i, id, start, wait, log)
+	// The lane ended when the engine said so, not when its log stream
+	// has drained.
+	ended := time.Since(start).Seconds()
 	var stderr []byte
 	select {
 	case stderr = <-stderrc:
@@ -91,7 +94,6 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		lcancel()
 		stderr = <-stderrc
 	}
-	ended := time.Since(start).Seconds()
 
 	ins, ierr := eng.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
 	r.mu.Lock()
