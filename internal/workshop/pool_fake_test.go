@@ -20,6 +20,18 @@ func fakePrepare(f *enginefake.Engine) func(context.Context) (engine.HostInfo, s
 	return func(context.Context) (engine.HostInfo, string, error) { return f.Host(), "limitlab-workload:fake", nil }
 }
 
+// fakePool is a manager on a pool of fake engines, probed every 20 ms.
+func fakePool(t *testing.T, engines ...workshop.PoolEngine) *workshop.Manager {
+	t.Helper()
+	m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, Pool: engines})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	return m
+}
+
 func poolSubmit(t *testing.T, m *workshop.Manager, participant, specJSON string) *runner.Run {
 	t.Helper()
 	spec, errs := experiments.Parse([]byte(specJSON))
@@ -48,21 +60,15 @@ func TestFakePoolPlacement(t *testing.T) {
 		f.Runtime = 300 * time.Millisecond
 	}
 	var lateReady atomic.Bool
-	m := workshop.NewManager(small, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, Pool: []workshop.PoolEngine{
-		{Name: "small", Address: "tcp://small:2376", Engine: small, Prepare: fakePrepare(small)},
-		{Name: "big", Address: "tcp://big:2376", Engine: big, Prepare: fakePrepare(big)},
-		{Name: "late", Address: "tcp://late:2376", Engine: late, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+	m := fakePool(t,
+		workshop.PoolEngine{Name: "small", Address: "tcp://small:2376", Engine: small, Prepare: fakePrepare(small)},
+		workshop.PoolEngine{Name: "big", Address: "tcp://big:2376", Engine: big, Prepare: fakePrepare(big)},
+		workshop.PoolEngine{Name: "late", Address: "tcp://late:2376", Engine: late, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
 			if !lateReady.Load() {
 				return engine.HostInfo{}, "", errors.New("connection refused")
 			}
 			return fakePrepare(late)(ctx)
-		}},
-	}})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-	})
+		}})
 	engines := m.Engines()
 	if len(engines) != 3 || !engines[0].Up || !engines[1].Up || engines[2].Up || engines[2].Error != "connection refused" {
 		t.Fatalf("engines %+v", engines)
@@ -112,19 +118,12 @@ func TestFakePoolEngineThatChangesIsPreparedAgain(t *testing.T) {
 	f.Runtime = 100 * time.Millisecond
 	var mu sync.Mutex
 	var prepared []time.Time
-	m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, Pool: []workshop.PoolEngine{
-		{Name: "e", Address: "tcp://e:2376", Engine: f, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
-			mu.Lock()
-			prepared = append(prepared, time.Now())
-			mu.Unlock()
-			return fakePrepare(f)(ctx)
-		}},
+	m := fakePool(t, workshop.PoolEngine{Name: "e", Address: "tcp://e:2376", Engine: f, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+		mu.Lock()
+		prepared = append(prepared, time.Now())
+		mu.Unlock()
+		return fakePrepare(f)(ctx)
 	}})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-	})
 	const wide = `{"name": "wide", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "4-7"}}]}`
 	spec, _ := experiments.Parse([]byte(wide))
 	if _, errs := m.Validate(spec); len(errs) == 0 {
@@ -171,18 +170,9 @@ func TestFakePoolPlacesByTheSignalsAVerdictNeeds(t *testing.T) {
 		h.Samples.Missing = append(h.Samples.Missing, engine.Missing{Signal: engine.SignalCPU, Why: "a host that cannot see CPU time"})
 		return h, "limitlab-workload:fake", nil
 	}
-	pool := func(engines ...workshop.PoolEngine) *workshop.Manager {
-		m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, Pool: engines})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = m.Shutdown(ctx)
-		})
-		return m
-	}
 	// Two parallel spins: the default verdict compares their CPU.
 	const compared = `{"name": "compared", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5"}}, {"name": "b", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.25"}}]}`
-	m := pool(workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare},
+	m := fakePool(t, workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare},
 		workshop.PoolEngine{Name: "seeing", Address: "tcp://seeing:2376", Engine: seeing, Prepare: fakePrepare(seeing)})
 	judged := poolSubmit(t, m, "ann", compared)
 	plain := poolSubmit(t, m, "bob", fakeSpec)
@@ -195,7 +185,7 @@ func TestFakePoolPlacesByTheSignalsAVerdictNeeds(t *testing.T) {
 	ended(t, judged)
 	ended(t, plain)
 
-	only := pool(workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare})
+	only := fakePool(t, workshop.PoolEngine{Name: "blind", Address: "tcp://blind:2376", Engine: blind, Prepare: blindPrepare})
 	r := poolSubmit(t, only, "cat", compared)
 	v := ended(t, r)
 	if v.Engine != "blind" || v.State != runner.StateDone || v.Verdict == nil || v.Verdict.Judged || !strings.Contains(v.Verdict.Explanation, "cannot see CPU time") {
