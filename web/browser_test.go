@@ -102,9 +102,9 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	}
 	points := run(t, ctx, chromedp.AttributeValue(chromedp.CSS(`[data-testid="charts"]`), "data-points"))
 	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-testid="lane-row"]').length`))
-	oomCell := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="memory=64m"] td.oom`)))
-	dockerRun := run(t, ctx, chromedp.Text(chromedp.CSS(`tr[data-lane="512m, reservation 128m"] td.cmd code`)))
-	oomEvent := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="events"]`)))
+	oomCell := liveText(t, ctx, `tr[data-lane="memory=64m"] td.oom`)
+	dockerRun := liveText(t, ctx, `tr[data-lane="512m, reservation 128m"] td.cmd code`)
+	oomEvent := liveText(t, ctx, `[data-testid="events"]`)
 	// The kernel view: the 512m lane's --memory, read back from its
 	// cgroup, with the other version's file beside it.
 	kernel := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table[data-lane="512m, reservation 128m"] tr[data-flag="--memory"]')).map((r) => r.dataset.file + " " + r.dataset.holds + " " + r.textContent)`))
@@ -192,8 +192,8 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	explanation := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="verdict-explanation"]`)))
-	after := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="lab-after"]`)))
+	explanation := liveText(t, ctx, `[data-testid="verdict-explanation"]`)
+	after := liveText(t, ctx, `[data-testid="lab-after"]`)
 	if !strings.Contains(explanation, "The CPU allotment model predicts CPU ratios of 1.00 : 1.00") {
 		t.Errorf("verdict explanation %q", explanation)
 	}

@@ -53,7 +53,7 @@ func TestBrowserZoomShowsTheQuotaPeriod(t *testing.T) {
 		return per[lane]
 	}
 	long, short := zoomInto(1), zoomInto(2)
-	sampling := run(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="sampling"]`)))
+	sampling := liveText(t, ctx, `[data-testid="sampling"]`)
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 	t.Logf("50ms/100ms: %+v; 5ms/10ms: %+v; %s", long, short, sampling)
 	// One second at 50 ms is 20 samples; some are lost at a lane's edges.
