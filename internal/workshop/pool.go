@@ -39,8 +39,7 @@ type poolEngine struct {
 	running  map[*entry]bool
 	watching bool
 	// changed is set while the engine's host is no longer the one it was
-	// made ready on and a run is still on it: it takes no other run until
-	// it is made ready again.
+	// made ready on: it takes no other run until it is made ready again.
 	changed bool
 	// orphans are the runs interrupted by the engine's going away, whose
 	// containers are removed when it answers again.
@@ -103,7 +102,7 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	m.mu.Lock()
-	env, ready, busy := pe.env, pe.env != nil && pe.up, len(pe.running) > 0
+	env, ready := pe.env, pe.env != nil && pe.up
 	m.mu.Unlock()
 	var err error
 	if ready {
@@ -112,11 +111,15 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 		now, err = engine.ProbeHost(pctx, pe.Engine, "")
 		pcancel()
 		if was, is := env.Host.Identity(), now.Identity(); err == nil && was != is {
+			// Held from now on, so that no run is placed on it while it
+			// is made ready again (which reaps this server's containers
+			// there); whether a run is on it is read under the same lock.
 			m.mu.Lock()
+			busy := len(pe.running) > 0
 			if !pe.changed {
 				m.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", was), slog.String("is", is), slog.Bool("busy", busy))
 			}
-			pe.changed = busy
+			pe.changed = true
 			m.mu.Unlock()
 			ready = busy // made ready again once its run ends
 		}
