@@ -30,7 +30,7 @@ type errorsBody struct {
 }
 
 func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Runs.Host())
+	writeJSON(w, http.StatusOK, h.Runs.Host().View())
 }
 
 // apiEngines lists the engines runs are placed on: one without a pool.

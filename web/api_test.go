@@ -186,17 +186,17 @@ func TestRunOverTheAPI(t *testing.T) {
 
 func TestHostEndpoint(t *testing.T) {
 	srv, _ := newServer(t)
-	var h engine.HostInfo
+	var h engine.HostView
 	if status := getJSON(t, srv.URL+"/api/host", &h); status != http.StatusOK {
 		t.Fatalf("status %d", status)
 	}
-	if h.NCPU < 1 || h.APIVersion == "" || h.EngineVersion == "" || h.CgroupVersion == "" {
+	if h.CPUs < 1 || h.APIVersion == "" || h.EngineVersion == "" || h.CgroupVersion == "" {
 		t.Errorf("host %+v", h)
 	}
-	if h.IOThrottleSupported.Supported && h.DataRootDevice == "" {
+	if h.IOThrottle.Supported && h.DataRootDevice == "" {
 		t.Errorf("throttles supported but no data root device: %s", h.DataRootNote)
 	}
-	if !h.IOWeightSupported.Supported && h.IOWeightSupported.Reason == "" {
+	if !h.IOWeight.Supported && h.IOWeight.Reason == "" {
 		t.Error("no IO weight support, and no reason given")
 	}
 	for _, field := range []string{"cpus", "cpu-shares", "cpuset-cpus", "cpu-period", "cpu-quota", "memory", "memory-swap", "memory-reservation", "pids-limit",
@@ -214,7 +214,7 @@ func TestEnginesEndpointWithoutAPool(t *testing.T) {
 	if status := getJSON(t, srv.URL+"/api/engines", &got); status != http.StatusOK {
 		t.Fatalf("status %d", status)
 	}
-	if len(got.Engines) != 1 || !got.Engines[0].Up || got.Engines[0].Host == "" || got.Engines[0].Name != "default" {
+	if len(got.Engines) != 1 || !got.Engines[0].Up || got.Engines[0].Host == nil || got.Engines[0].Host.Description == "" || got.Engines[0].State != workshop.EngineReady || got.Engines[0].Name != "default" {
 		t.Errorf("engines %+v", got.Engines)
 	}
 }

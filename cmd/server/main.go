@@ -206,11 +206,10 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 		return host, "", err
 	}
 	// Block IO control is decided by what a probe container is given.
-	if err := engine.ProbeIO(ctx, eng, &host, image, log); err != nil {
-		return host, "", err
-	}
-	log.Info("block IO", slog.Bool("weights", host.IOWeightSupported.Supported), slog.String("weights_why", host.IOWeightSupported.Reason),
-		slog.Bool("throttles", host.IOThrottleSupported.Supported), slog.String("throttles_why", host.IOThrottleSupported.Reason))
+	engine.ProbeIO(ctx, eng, &host, image, log)
+	w, th := host.IOWeight(), host.IOThrottle()
+	log.Info("block IO", slog.Bool("weights", w.Supported), slog.String("weights_why", w.Reason),
+		slog.Bool("throttles", th.Supported), slog.String("throttles_why", th.Reason))
 	if smp != nil {
 		// After the IO probe, which reads its container's files here when
 		// it can see them (and the workloads' progress files with them).

@@ -52,8 +52,8 @@ func TestServerWithAPool(t *testing.T) {
 	if len(engines.Engines) != 2 || !engines.Engines[0].Up || !engines.Engines[1].Up {
 		t.Fatalf("GET /api/engines: %+v", engines)
 	}
-	if engines.Engines[0].Stats != "cgroup" || engines.Engines[1].Stats != "sampler" {
-		t.Errorf("stats from %q and %q, want sa's cgroup files read here and sb's through its sampler", engines.Engines[0].Stats, engines.Engines[1].Stats)
+	if engines.Engines[0].Host.StatsSource != "cgroup" || engines.Engines[1].Host.StatsSource != "sampler" {
+		t.Errorf("stats from %q and %q, want sa's cgroup files read here and sb's through its sampler", engines.Engines[0].Host.StatsSource, engines.Engines[1].Host.StatsSource)
 	}
 	spec := `{"name": "pooled", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.25"}}]}`
 	a, b := submit(t, base, spec), submit(t, base, spec)

@@ -93,7 +93,7 @@ func TestServerWithAnSSHEngine(t *testing.T) {
 	_, _, base := startServer(t, bin, t.TempDir(), "-engines", file)
 	var engines struct{ Engines []workshop.EngineView }
 	getJSON(t, base+"/api/engines", &engines)
-	if len(engines.Engines) != 2 || !engines.Engines[0].Up || engines.Engines[0].Stats != "engine" {
+	if len(engines.Engines) != 2 || !engines.Engines[0].Up || engines.Engines[0].Host.StatsSource != "engine" {
 		t.Fatalf("the ssh engine: %+v", engines.Engines)
 	}
 	if e := engines.Engines[1]; e.Up || !strings.Contains(e.Error, "Host key verification failed") {

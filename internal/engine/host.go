@@ -21,40 +21,48 @@ type Support struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// HostInfo is what GET /api/host reports: the engine, its cgroups, and
-// which limits it can apply.
+// HostInfo is what the server knows of an engine's host: the engine, its
+// cgroups, which limits it can apply (probed, each with why not), and the
+// private wiring its runs are read through. It is the capability object
+// callers ask by name; it never crosses a wire itself: View builds what
+// the API shows of it.
 type HostInfo struct {
-	EngineVersion    string             `json:"engine_version"`
-	APIVersion       string             `json:"api_version"`
-	EngineAPIVersion string             `json:"engine_api_version"`
-	OS               string             `json:"os"`
-	Kernel           string             `json:"kernel"`
-	CgroupVersion    string             `json:"cgroup_version"`
-	CgroupDriver     string             `json:"cgroup_driver"`
-	NCPU             int                `json:"cpus"`
-	MemTotal         int64              `json:"memory_bytes"`
-	Limits           map[string]Support `json:"limits"`
+	EngineVersion    string
+	APIVersion       string
+	EngineAPIVersion string
+	OS               string
+	Kernel           string
+	CgroupVersion    string
+	CgroupDriver     string
+	NCPU             int
+	MemTotal         int64
+	// Limits is, for each limit flag, whether the host applies it; block
+	// IO weights and throttles as the probe container found them.
+	Limits map[string]Support
 	// StatsSource is "cgroup" when the server reads the containers' cgroup
 	// files itself, "sampler" when a sampler on the engine's host reads
 	// them, "engine" when it must ask the engine (a remote engine).
-	StatsSource string `json:"stats_source"`
-	StatsNote   string `json:"stats_note"`
+	StatsSource string
+	StatsNote   string
 	// Samples is what the samples carry here: their finest interval and
 	// each signal they lack, and why.
-	Samples  Sampling `json:"samples"`
-	Warnings []string `json:"engine_warnings,omitempty"`
-	// Block IO: whether weights and throttles are honoured, and the disk
-	// under the engine's data root (what the device "auto" means).
-	IOWeightSupported   Support `json:"io_weight_supported"`
-	IOThrottleSupported Support `json:"io_throttle_supported"`
-	DataRootDevice      string  `json:"data_root_device"`
+	Samples  Sampling
+	Warnings []string // the engine's own, as docker info prints them
+	// DataRootDevice is the disk under the engine's data root (what the
+	// device "auto" means).
+	DataRootDevice string
 	// IO is what the block IO probe container showed (ProbeIO); nil until
 	// a probe ran.
-	IO *IOProbe `json:"io_probe,omitempty"`
+	IO *IOProbe
 	// Queue is the data root disk's request limits: larger IOs are split,
 	// and IOPS throttles count the pieces.
-	Queue        experiments.QueueLimits `json:"data_root_queue"`
-	DataRootNote string                  `json:"data_root_note,omitempty"`
+	Queue        experiments.QueueLimits
+	DataRootNote string
+	// ProgressSource is how the workloads' progress reaches the server:
+	// "file", read from each container's own tmpfs through /proc (the
+	// probe container showed it can be), or "log", through the engine's
+	// log stream.
+	ProgressSource string
 	// local is true when the server sees the engine's host: its /dev and
 	// /sys.
 	local bool
@@ -65,12 +73,13 @@ type HostInfo struct {
 	// sampler reads the containers' cgroup files on a remote engine's
 	// host (UseSampler).
 	sampler CgroupSource
-	// ProgressSource is how the workloads' progress reaches the server:
-	// "file", read from each container's own tmpfs through /proc (the
-	// probe container showed it can be), or "log", through the engine's
-	// log stream.
-	ProgressSource string `json:"progress_source"`
 }
+
+// IOWeight is whether block IO weights are honoured here, and why not.
+func (h HostInfo) IOWeight() Support { return h.Limits["blkio-weight"] }
+
+// IOThrottle is whether block IO throttles are applied here, and why not.
+func (h HostInfo) IOThrottle() Support { return h.Limits["device-read-bps"] }
 
 // Progress sources.
 const (
@@ -202,11 +211,6 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		"device-read-iops": "throttle.read_iops_device", "device-write-iops": "throttle.write_iops_device",
 	} {
 		h.Limits[field] = support(!lacks(what), ioWhy(what))
-	}
-	h.IOWeightSupported = h.Limits["blkio-weight"]
-	h.IOThrottleSupported = h.Limits["device-read-bps"]
-	if !h.IOThrottleSupported.Supported {
-		h.IOThrottleSupported.Reason = "the engine reports no blkio throttle support"
 	}
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
 	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir

@@ -22,8 +22,8 @@ func TestKernelFilesReadBack(t *testing.T) {
 	if !h.ReadsCgroups() {
 		t.Fatalf("this test reads cgroup files, which are not visible here: %s", h.StatsNote)
 	}
-	if !h.IOThrottleSupported.Supported {
-		t.Fatalf("block IO throttles reported unsupported (%s); the disk under the data root (%s) should take them", h.IOThrottleSupported.Reason, h.DataRootDevice)
+	if !h.IOThrottle().Supported {
+		t.Fatalf("block IO throttles reported unsupported (%s); the disk under the data root (%s) should take them", h.IOThrottle().Reason, h.DataRootDevice)
 	}
 	spin := `"workload": {"kind": "spin", "seconds": 60}`
 	lanes := []string{
@@ -33,7 +33,7 @@ func TestKernelFilesReadBack(t *testing.T) {
 		  "memory-swap": "96m", "device-write-bps": "auto:2mb", "device-read-iops": "auto:20"}}`,
 		`{"name": "c", ` + spin + `, "limits": {"cpu-period": "50000", "memory": "32m", "memory-swap": "-1", "cpu-shares": "4096"}}`,
 	}
-	if h.IOWeightSupported.Supported {
+	if h.IOWeight().Supported {
 		lanes = append(lanes, `{"name": "w", `+spin+`, "limits": {"blkio-weight": "300"}}`,
 			`{"name": "wd", `+spin+`, "limits": {"blkio-weight-device": "auto:700"}}`)
 	}
@@ -45,10 +45,10 @@ func TestKernelFilesReadBack(t *testing.T) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	if !h.IOWeightSupported.Supported {
+	if !h.IOWeight().Supported {
 		// Unsupported here: the probe says why; a weight asked for anyway
 		// (bypassing validation) does not reach the kernel.
-		t.Logf("block IO weights reported unsupported: %s", h.IOWeightSupported.Reason)
+		t.Logf("block IO weights reported unsupported: %s", h.IOWeight().Reason)
 		plan.Lanes = append(plan.Lanes, experiments.PlannedLane{Name: "unsupported weight", Target: -1,
 			Workload: plan.Lanes[0].Workload, Resources: experiments.Resources{BlkioWeight: 300}})
 	}

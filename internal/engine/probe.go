@@ -25,7 +25,7 @@ const (
 // IOProbe is what a probe container showed of block IO control: what the
 // engine said when it was created, and what its cgroup files held.
 type IOProbe struct {
-	Warnings  []string `json:"warnings,omitempty"`
+	Warnings  []string `json:"warnings"`
 	Scheduler string   `json:"scheduler,omitempty"` // the data root disk's IO scheduler
 	// LowLatency and Strict are BFQ's low_latency and strict_guarantees
 	// for the disk ("1" or "0"; "" where BFQ is not the scheduler). With
@@ -36,8 +36,10 @@ type IOProbe struct {
 	Strict     string `json:"bfq_strict_guarantees,omitempty"`
 	// WeightFile and ThrottleFile are the cgroup files read back, and
 	// what they held ("" if none could be read).
-	WeightFile, WeightValue     string
-	ThrottleFile, ThrottleValue string
+	WeightFile    string `json:"weight_file,omitempty"`
+	WeightValue   string `json:"weight_value,omitempty"`
+	ThrottleFile  string `json:"throttle_file,omitempty"`
+	ThrottleValue string `json:"throttle_value,omitempty"`
 }
 
 // ProbeIO decides whether block IO weights and throttles work from what a
@@ -49,14 +51,12 @@ type IOProbe struct {
 // also need a disk scheduler that honours them (BFQ): mq-deadline, kyber
 // and none ignore them. It updates h's IO support, each with its reason; a
 // probe that fails is a reason, never a reason not to start.
-func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *slog.Logger) error {
+func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *slog.Logger) {
 	dev := h.DataRootDevice
 	if dev == "" {
 		why := "not probed: the data root's disk is not known here (" + h.DataRootNote + ")"
-		h.IOWeightSupported = Support{Reason: why}
-		h.IOThrottleSupported = Support{Reason: why}
-		h.setIO()
-		return nil
+		h.setIO(Support{Reason: why}, Support{Reason: why})
+		return
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -71,9 +71,8 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		// An engine that refuses the probe's limits cannot apply them:
 		// the server still starts, and says why.
 		why := "a probe container asking for --blkio-weight and a read throttle on " + dev + " was refused: " + err.Error()
-		h.IOWeightSupported, h.IOThrottleSupported = Support{Reason: why}, Support{Reason: why}
-		h.setIO()
-		return nil
+		h.setIO(Support{Reason: why}, Support{Reason: why})
+		return
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -107,9 +106,7 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		}
 	}
 	h.IO = &p
-	h.IOWeightSupported, h.IOThrottleSupported = p.judge(readBack, dev)
-	h.setIO()
-	return nil
+	h.setIO(p.judge(readBack, dev))
 }
 
 // readBack reads the weight and throttle files of the probe's cgroup: v1's
@@ -181,13 +178,13 @@ func scheduler(dev string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// setIO spreads the IO support onto the per-limit table the validation
-// asks.
-func (h *HostInfo) setIO() {
+// setIO puts what the probe found of weights and throttles into the
+// per-limit table the validation asks (and IOWeight and IOThrottle read).
+func (h *HostInfo) setIO(weight, throttle Support) {
 	for _, f := range []string{"blkio-weight", "blkio-weight-device"} {
-		h.Limits[f] = h.IOWeightSupported
+		h.Limits[f] = weight
 	}
 	for _, f := range []string{"device-read-bps", "device-write-bps", "device-read-iops", "device-write-iops"} {
-		h.Limits[f] = h.IOThrottleSupported
+		h.Limits[f] = throttle
 	}
 }

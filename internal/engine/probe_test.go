@@ -20,7 +20,7 @@ import (
 func TestIOCapabilitiesAreProbed(t *testing.T) {
 	eng, image, h := enginetest.Engine(t)
 	if h.IO == nil {
-		t.Fatalf("no IO probe ran: weights %+v, throttles %+v", h.IOWeightSupported, h.IOThrottleSupported)
+		t.Fatalf("no IO probe ran: weights %+v, throttles %+v", h.IOWeight(), h.IOThrottle())
 	}
 	sched, err := os.ReadFile("/sys/block/" + filepath.Base(h.DataRootDevice) + "/queue/scheduler")
 	if err != nil {
@@ -37,16 +37,16 @@ func TestIOCapabilitiesAreProbed(t *testing.T) {
 	defer eng.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
 	discarded := strings.Contains(strings.Join(res.Warnings, " "), "Weight discarded")
 	bfq := strings.Contains(string(sched), "[bfq]")
-	if want := bfq && !discarded; h.IOWeightSupported.Supported != want {
-		t.Errorf("weights reported %v (%s); this host: scheduler %q, weight discarded %v", h.IOWeightSupported.Supported, h.IOWeightSupported.Reason, strings.TrimSpace(string(sched)), discarded)
+	if want := bfq && !discarded; h.IOWeight().Supported != want {
+		t.Errorf("weights reported %v (%s); this host: scheduler %q, weight discarded %v", h.IOWeight().Supported, h.IOWeight().Reason, strings.TrimSpace(string(sched)), discarded)
 	}
-	if !h.IOWeightSupported.Supported && h.IOWeightSupported.Reason == "" {
+	if !h.IOWeight().Supported && h.IOWeight().Reason == "" {
 		t.Error("weights unsupported, and no reason given")
 	}
-	if h.IOThrottleSupported.Supported != strings.Contains(h.IO.ThrottleValue, "1048576") {
-		t.Errorf("throttles reported %v, but the probe's %s holds %q", h.IOThrottleSupported.Supported, h.IO.ThrottleFile, h.IO.ThrottleValue)
+	if h.IOThrottle().Supported != strings.Contains(h.IO.ThrottleValue, "1048576") {
+		t.Errorf("throttles reported %v, but the probe's %s holds %q", h.IOThrottle().Supported, h.IO.ThrottleFile, h.IO.ThrottleValue)
 	}
-	if w := h.Limits["blkio-weight"]; w != h.IOWeightSupported {
-		t.Errorf("the blkio-weight field says %+v, the probe %+v", w, h.IOWeightSupported)
+	if w := h.Limits["blkio-weight"]; w != h.IOWeight() {
+		t.Errorf("the blkio-weight field says %+v, the probe %+v", w, h.IOWeight())
 	}
 }

@@ -29,7 +29,7 @@ type Missing struct {
 // carry no IO operation counts, and no source but v2's files has PSI.
 type Sampling struct {
 	IntervalMs int64     `json:"interval_ms,omitempty"`
-	Missing    []Missing `json:"missing,omitempty"`
+	Missing    []Missing `json:"missing"`
 }
 
 // Sampling is what samples on this host carry.

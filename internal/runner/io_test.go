@@ -21,8 +21,8 @@ func TestWriteBandwidthLimit(t *testing.T) {
 	if host.DataRootDevice == "" {
 		t.Fatalf("no data root device: %s", host.DataRootNote)
 	}
-	if !host.IOThrottleSupported.Supported {
-		t.Fatalf("this engine reports no throttle support: %s", host.IOThrottleSupported.Reason)
+	if !host.IOThrottle().Supported {
+		t.Fatalf("this engine reports no throttle support: %s", host.IOThrottle().Reason)
 	}
 	r := startSpec(t, m, `{"name": "write bps", "duration": "60s",
 	  "lanes": [{"name": "5mb", "workload": {"kind": "disk-write", "mb": 20}, "limits": {"device-write-bps": "auto:5mb"}}]}`)

@@ -92,16 +92,16 @@ func TestIOWeightLab(t *testing.T) {
 		t.Fatal(errs)
 	}
 	p, errs := experiments.Validate(spec, h.Experiments())
-	if !h.IOWeightSupported.Supported {
+	if !h.IOWeight().Supported {
 		named := false
 		for _, e := range errs {
-			named = named || e.Field == "blkio-weight" && e.Lane >= 0 && strings.Contains(e.Message, h.IOWeightSupported.Reason)
+			named = named || e.Field == "blkio-weight" && e.Lane >= 0 && strings.Contains(e.Message, h.IOWeight().Reason)
 		}
 		if !named {
-			t.Fatalf("weights unsupported (%s), and the lab's validation says %v", h.IOWeightSupported.Reason, errs)
+			t.Fatalf("weights unsupported (%s), and the lab's validation says %v", h.IOWeight().Reason, errs)
 		}
 		t.Logf("refused, as it should be here: %v", errs)
-		enginetest.Figure(t, "io-weight (share while both write)", "refused: weights unsupported (%s)", h.IOWeightSupported.Reason)
+		enginetest.Figure(t, "io-weight (share while both write)", "refused: weights unsupported (%s)", h.IOWeight().Reason)
 		return
 	}
 	if errs != nil {

@@ -129,13 +129,15 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 	return r
 }
 
-// Assign gives a queued run the engine it is to run on, one of a pool's:
-// it records that engine's host and runs there when executed. It is
-// called before Execute.
-func (r *Run) Assign(env *Env, name string) {
+// Assign gives a queued run the engine it is to run on, one of a pool's,
+// and the plan validated on that engine's host (what depends on the host,
+// such as the device "auto", is that engine's): it records that engine's
+// host and runs there when executed. It is called before Execute, and the
+// plan has the lanes the run was made with.
+func (r *Run) Assign(env *Env, name string, plan experiments.Plan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.env, r.engine, r.host, r.statsNote = env, name, env.Host.Describe(), ""
+	r.env, r.engine, r.host, r.statsNote, r.plan = env, name, env.Host.Describe(), "", plan
 	if !env.Host.ReadsCgroups() {
 		r.statsNote = env.Host.StatsNote
 	}
@@ -163,7 +165,11 @@ func (r *Run) ID() string { return r.id }
 func (r *Run) Participant() string { return r.participant }
 
 // Plan is the validated plan the run carries out.
-func (r *Run) Plan() experiments.Plan { return r.plan }
+func (r *Run) Plan() experiments.Plan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.plan
+}
 
 // Hub is the run's live fan-out.
 func (r *Run) Hub() *hub.Hub { return r.hub }

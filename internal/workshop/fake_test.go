@@ -33,7 +33,7 @@ func fakeManager(t *testing.T, fake *enginefake.Engine, opts workshop.Options) *
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)
-		if n := fake.Containers(); n != 0 {
+		if n := fake.Counts().Containers; n != 0 {
 			t.Errorf("%d containers left on the fake engine", n)
 		}
 	})
@@ -112,7 +112,7 @@ func TestFakeQuotaRefusals(t *testing.T) {
 	if _, err := fakeSubmit(t, m, "cyd", noMem); !errors.As(err, &q) || q.Limit != "memory" || q.Lane != 0 {
 		t.Errorf("a lane without --memory under a memory quota: %v", err)
 	}
-	if n := fake.Creates(); n > 1 {
+	if n := fake.Counts().Creates; n > 1 {
 		t.Errorf("refused runs created containers: %d creates", n)
 	}
 }
@@ -127,8 +127,8 @@ func TestFakeQueueExpiry(t *testing.T) {
 	if v.State != runner.StateRefused || !strings.Contains(v.Error, "waited") {
 		t.Errorf("the waiting run ended %s: %q", v.State, v.Error)
 	}
-	if fake.Creates() != 1 {
-		t.Errorf("%d containers created, want only the long run's", fake.Creates())
+	if fake.Counts().Creates != 1 {
+		t.Errorf("%d containers created, want only the long run's", fake.Counts().Creates)
 	}
 	if err := m.Stop(long.ID()); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestFakeStopWhileCreating(t *testing.T) {
 	fake.CreateGate = make(chan struct{})
 	m := fakeManager(t, fake, workshop.Options{})
 	r := mustSubmit(t, m, "ann")
-	for deadline := time.Now().Add(5 * time.Second); fake.CreatesWaiting() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); fake.Counts().CreatesWaiting == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the run never asked for its container")
 		}
@@ -156,8 +156,8 @@ func TestFakeStopWhileCreating(t *testing.T) {
 	if v.State != runner.StateStopped {
 		t.Errorf("ended %s, want stopped", v.State)
 	}
-	if fake.Creates() != 1 || fake.Containers() != 0 {
-		t.Errorf("creates %d, containers left %d: the container created after the stop must be removed", fake.Creates(), fake.Containers())
+	if fake.Counts().Creates != 1 || fake.Counts().Containers != 0 {
+		t.Errorf("creates %d, containers left %d: the container created after the stop must be removed", fake.Counts().Creates, fake.Counts().Containers)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestFakeShutdownDuringSubmit(t *testing.T) {
 			t.Errorf("run %s is %s after shutdown", r.ID(), v.State)
 		}
 	}
-	if n := fake.Containers(); n != 0 {
+	if n := fake.Counts().Containers; n != 0 {
 		t.Errorf("%d containers left after shutdown", n)
 	}
 }
@@ -351,7 +351,7 @@ func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
 	if _, err := fakeSubmit(t, m, "ann", fakeSpec); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
 		t.Errorf("a run on a store without room: %v", err)
 	}
-	if fake.Creates() != 0 {
+	if fake.Counts().Creates != 0 {
 		t.Error("a refused run created containers")
 	}
 }

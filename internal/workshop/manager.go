@@ -61,6 +61,9 @@ type Options struct {
 	// ProbeEvery is how often a pool's engines are probed (ProbeEvery,
 	// 30 s, if zero).
 	ProbeEvery time.Duration
+	// ProbeTimeout is how long a probe may take before the engine counts
+	// as not answering (ProbeTimeout, 10 s, if zero).
+	ProbeTimeout time.Duration
 }
 
 // DefaultStoreMinFree is enough for a long twelve-lane run's samples.
@@ -93,7 +96,10 @@ type entry struct {
 	// engine is the engine it runs on, once placed; fits caches whether
 	// its spec validates on each engine of a pool (nil without a pool).
 	engine *poolEngine
-	fits   map[string]bool
+	fits   map[string]fit
+	// round is its index in its series (0 alone): its plan is the
+	// series' plan of that round (experiments.RoundPlan).
+	round int
 }
 
 // Manager queues, runs and remembers experiments.
@@ -161,7 +167,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	m.archive.recover(m.featured)
 	if opts.Pool == nil {
 		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
-			env: env, up: true, running: map[*entry]bool{}, watching: true}
+			state: EngineReady, env: env, running: map[*entry]bool{}}
 		m.pool = []*poolEngine{one}
 		m.wg.Add(1)
 		// The event watcher lives as long as the manager.
@@ -172,7 +178,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 		return m
 	}
 	for _, pe := range opts.Pool {
-		m.pool = append(m.pool, &poolEngine{PoolEngine: pe, capacity: 1, running: map[*entry]bool{}})
+		m.pool = append(m.pool, &poolEngine{PoolEngine: pe, capacity: 1, state: EnginePreparing, running: map[*entry]bool{}})
 	}
 	m.probeAll(ctx)
 	m.wg.Add(1)
@@ -212,7 +218,7 @@ func (m *Manager) Host() engine.HostInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, pe := range m.pool {
-		if pe.up && pe.env != nil {
+		if pe.env != nil && !pe.state.prepares() {
 			return pe.env.Host
 		}
 	}

@@ -23,8 +23,13 @@ type PoolEngine struct {
 	Prepare func(ctx context.Context) (host engine.HostInfo, image string, err error)
 }
 
-// ProbeEvery is how often the pool's engines are probed.
-const ProbeEvery = 30 * time.Second
+// ProbeEvery is how often the pool's engines are probed, and ProbeTimeout
+// how long a probe of an engine made ready may take before it counts as
+// not answering.
+const (
+	ProbeEvery   = 30 * time.Second
+	ProbeTimeout = 10 * time.Second
+)
 
 // poolEngine is an engine of the manager's: the one engine of a server
 // without a pool, or one of a pool's. Its fields after the first are m.mu's.
@@ -32,35 +37,58 @@ type poolEngine struct {
 	PoolEngine
 	capacity int // runs at once: 1 in a pool, Options.MaxRunning alone
 
+	state    EngineState // changed only by fireLocked
 	env      *runner.Env // nil until prepared; its Host is the engine's
-	up       bool
-	err      string
+	err      string      // why it last failed a probe, "" since it answered
 	probedAt time.Time
 	running  map[*entry]bool
-	watching bool
-	// changed is set while the engine's host is no longer the one it was
-	// made ready on: it takes no other run until it is made ready again.
-	changed bool
+	watch    sync.Once // starts the engine's event watcher once it is first made ready
 	// orphans are the runs interrupted by the engine's going away, whose
 	// containers are removed when it answers again.
 	orphans []string
 }
 
-// EngineView is an engine of the pool as GET /api/engines shows it.
+// fireLocked moves pe to its next state on ev, logging the change; why is
+// the error that came with it, if any. m.mu is held.
+func (m *Manager) fireLocked(pe *poolEngine, ev engineEvent, why string) {
+	next, ok := transition(pe.state, ev)
+	if !ok {
+		m.log.Error("engine: event out of place", slog.String("engine", pe.Name), slog.String("state", string(pe.state)), slog.String("event", string(ev)))
+		return
+	}
+	if why != "" {
+		pe.err = why
+	} else if ev == evAnswered || ev == evPrepared {
+		pe.err = ""
+	}
+	if next == pe.state {
+		return
+	}
+	log := m.log.With(slog.String("engine", pe.Name), slog.String("from", string(pe.state)), slog.String("to", string(next)), slog.String("event", string(ev)))
+	switch {
+	case why != "" && (next == EngineLost || next == EngineUnresponsive):
+		log.Warn("engine state", slog.String("why", why))
+	case next == EngineChanged || next == EnginePreparing && pe.state != EngineLost:
+		log.Warn("engine state")
+	default:
+		log.Info("engine state")
+	}
+	pe.state = next
+}
+
+// EngineView is an engine of the pool as GET /api/engines shows it. Its
+// host is the host's own view, as GET /api/host shows it, once the engine
+// was made ready (null before).
 type EngineView struct {
-	Name     string    `json:"name"`
-	Address  string    `json:"address"`
-	Up       bool      `json:"up"`
-	Error    string    `json:"error,omitempty"`
-	ProbedAt time.Time `json:"probed_at,omitzero"`
-	Host     string    `json:"host,omitempty"` // "Docker 20.10.24, cgroup v1, 2 CPUs"
-	Cgroup   string    `json:"cgroup,omitempty"`
-	CPUs     int       `json:"cpus,omitempty"`
-	MemTotal int64     `json:"mem_total,omitempty"`
-	Stats    string    `json:"stats,omitempty"`
-	// Unsupported are the limits the engine cannot apply, with why.
-	Unsupported map[string]string `json:"unsupported,omitempty"`
-	Running     []string          `json:"running"`
+	Name    string      `json:"name"`
+	Address string      `json:"address"`
+	State   EngineState `json:"state"`
+	// Up says whether it takes runs now: ready, or busy with room.
+	Up       bool             `json:"up"`
+	Error    string           `json:"error,omitempty"`
+	ProbedAt time.Time        `json:"probed_at,omitzero"`
+	Host     *engine.HostView `json:"host"`
+	Running  []string         `json:"running"`
 }
 
 // Engines is the pool as it is now, in the order it was given.
@@ -69,18 +97,10 @@ func (m *Manager) Engines() []EngineView {
 	defer m.mu.Unlock()
 	out := make([]EngineView, 0, len(m.pool))
 	for _, pe := range m.pool {
-		v := EngineView{Name: pe.Name, Address: pe.Address, Up: pe.up, Error: pe.err, ProbedAt: pe.probedAt, Running: []string{}}
+		v := EngineView{Name: pe.Name, Address: pe.Address, State: pe.state, Up: pe.state.takesRuns(), Error: pe.err, ProbedAt: pe.probedAt, Running: []string{}}
 		if pe.env != nil {
-			h := pe.env.Host
-			v.Host, v.Cgroup, v.CPUs, v.MemTotal, v.Stats = h.Describe(), h.CgroupVersion, h.NCPU, h.MemTotal, h.StatsSource
-			for name, s := range h.Limits {
-				if !s.Supported {
-					if v.Unsupported == nil {
-						v.Unsupported = map[string]string{}
-					}
-					v.Unsupported[name] = s.Reason
-				}
-			}
+			h := pe.env.Host.View()
+			v.Host = &h
 		}
 		for e := range pe.running {
 			v.Running = append(v.Running, e.run.ID())
@@ -91,44 +111,32 @@ func (m *Manager) Engines() []EngineView {
 	return out
 }
 
-// probe makes an engine ready if it is not, and checks that it answers
-// as the host it was made ready on. An engine is made ready anew when it
-// answers after it left the pool, and when its host is no longer the one
-// it was (another version, kernel, cgroup version, CPUs or memory) once no
-// run is on it: it may have come back as another engine, and what runs
-// may ask of it was probed on the old one. It returns whether the engine
-// came up or was made ready again. m.mu is not held.
+// probe asks an engine that is made ready whether it still answers as
+// the host it was made ready on, and makes ready one that is to be (at
+// start, once its host changed and its run ended, when it answers after it
+// went away). Only an engine with no run on it is ever made ready: that
+// reaps this server's containers there. A probe that fails or takes longer
+// than Options.ProbeTimeout while a run is on the engine leaves the run
+// be. It returns whether the engine came up. m.mu is not held.
 func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	m.mu.Lock()
-	env, ready := pe.env, pe.env != nil && pe.up
+	state, env := pe.state, pe.env
 	m.mu.Unlock()
-	var err error
-	if ready {
-		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		var now engine.HostInfo
-		now, err = engine.ProbeHost(pctx, pe.Engine, "")
-		pcancel()
-		if was, is := env.Host.Identity(), now.Identity(); err == nil && was != is {
-			// Held from now on, so that no run is placed on it while it
-			// is made ready again (which reaps this server's containers
-			// there); whether a run is on it is read under the same lock.
-			m.mu.Lock()
-			busy := len(pe.running) > 0
-			if !pe.changed {
-				m.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", was), slog.String("is", is), slog.Bool("busy", busy))
-			}
-			pe.changed = true
-			m.mu.Unlock()
-			ready = busy // made ready again once its run ends
+	if !state.prepares() {
+		ev, why := m.ask(ctx, pe, env.Host)
+		m.mu.Lock()
+		pe.probedAt = time.Now().UTC()
+		m.fireLocked(pe, ev, why)
+		state = pe.state // its run may have ended meanwhile
+		m.mu.Unlock()
+		if !state.prepares() {
+			return false
 		}
 	}
-	var host engine.HostInfo
-	var image string
-	if err == nil && !ready {
-		host, image, err = pe.Prepare(ctx)
-	}
+	// No run is on it, and none is placed while it is made ready.
+	host, image, err := pe.Prepare(ctx)
 	if err == nil {
 		err = m.reapOrphans(ctx, pe)
 	}
@@ -136,32 +144,45 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 	defer m.mu.Unlock()
 	pe.probedAt = time.Now().UTC()
 	if err != nil {
-		if pe.up {
-			m.log.Warn("engine left the pool", slog.String("engine", pe.Name), slog.Any("err", err))
-		}
-		pe.up, pe.err = false, err.Error()
+		m.fireLocked(pe, evPrepareFailed, err.Error())
 		return false
 	}
-	if !ready {
-		pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: m.opts.Instance, Interval: m.opts.Interval, Host: host, Log: m.log.With(slog.String("engine", pe.Name))}
-		if m.opts.Store != nil {
-			pe.env.Recorder = recorder{m.opts.Store}
-		}
-		pe.changed = false
-		m.log.Info("engine joined the pool", slog.String("engine", pe.Name), slog.String("host", host.Describe()))
+	pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: m.opts.Instance, Interval: m.opts.Interval, Host: host, Log: m.log.With(slog.String("engine", pe.Name))}
+	if m.opts.Store != nil {
+		pe.env.Recorder = recorder{m.opts.Store}
 	}
-	came := !pe.up || !ready
-	pe.up, pe.err = true, ""
-	if !pe.watching {
-		pe.watching = true
+	m.fireLocked(pe, evPrepared, "")
+	m.log.Info("engine joined the pool", slog.String("engine", pe.Name), slog.String("host", host.Describe()))
+	pe.watch.Do(func() {
 		m.wg.Add(1)
 		// The event watcher lives as long as the manager.
 		go func() {
 			defer m.wg.Done()
 			engine.Watch(m.ctx, pe.Engine, m.log, m.onEvent)
 		}()
+	})
+	return true
+}
+
+// ask probes an engine's host within Options.ProbeTimeout and says what
+// happened: it answered as the host it was made ready on, as another, or
+// not in time.
+func (m *Manager) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) (engineEvent, string) {
+	timeout := m.opts.ProbeTimeout
+	if timeout <= 0 {
+		timeout = ProbeTimeout
 	}
-	return came
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	now, err := engine.ProbeHost(pctx, pe.Engine, "")
+	if err != nil {
+		return evSilent, err.Error()
+	}
+	if a, b := was.Identity(), now.Identity(); a != b {
+		m.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", a), slog.String("is", b))
+		return evHostChanged, ""
+	}
+	return evAnswered, ""
 }
 
 // reapOrphans removes the containers of the runs the engine's going away
@@ -181,20 +202,24 @@ func (m *Manager) reapOrphans(ctx context.Context, pe *poolEngine) error {
 	return nil
 }
 
-// lostLocked takes an engine out of the pool when a run on it ended
-// interrupted by its going away; the probe brings it back once it
-// answers. m.mu is held.
-func (m *Manager) lostLocked(e *entry) {
+// endedLocked tells e's engine that e has ended: interrupted by the
+// engine's going away (in a pool), which takes the engine out until it
+// answers, or otherwise, which frees it once no run is left on it. m.mu
+// is held.
+func (m *Manager) endedLocked(e *entry) {
 	pe := e.engine
-	v := e.run.View()
-	if m.opts.Pool == nil || pe == nil || v.State != runner.StateInterrupted {
+	if pe == nil {
 		return
 	}
-	pe.orphans = append(pe.orphans, v.ID)
-	if pe.up {
-		m.log.Warn("engine left the pool", slog.String("engine", pe.Name), slog.String("run", v.ID), slog.String("why", v.Error))
+	delete(pe.running, e)
+	if v := e.run.View(); m.opts.Pool != nil && v.State == runner.StateInterrupted {
+		pe.orphans = append(pe.orphans, v.ID)
+		m.fireLocked(pe, evRunLost, v.Error)
+		return
 	}
-	pe.up, pe.err = false, v.Error
+	if len(pe.running) == 0 {
+		m.fireLocked(pe, evRunsEnded, "")
+	}
 }
 
 // probeAll probes every engine at once and schedules if one came up.
@@ -236,7 +261,7 @@ func (m *Manager) prober() {
 // signals its verdict compares; nil if none. m.mu is held.
 func (m *Manager) engineForLocked(e *entry) *poolEngine {
 	for _, pe := range m.pool {
-		if !pe.up || pe.env == nil || pe.changed || len(pe.running) >= pe.capacity {
+		if !pe.state.takesRuns() || len(pe.running) >= pe.capacity {
 			continue
 		}
 		var inUse ask
@@ -246,7 +271,7 @@ func (m *Manager) engineForLocked(e *entry) *poolEngine {
 		if checkLimits("host", e.run.Plan(), e.ask, inUse, m.opts.Quotas.Host) != nil {
 			continue
 		}
-		if !e.canRunOn(pe) || !m.judgedOnLocked(e, pe) {
+		if _, ok := e.planOn(pe); !ok || !m.judgedOnLocked(e, pe) {
 			continue
 		}
 		return pe
@@ -271,40 +296,44 @@ func (m *Manager) judgedOnLocked(e *entry, pe *poolEngine) bool {
 		return true
 	}
 	for _, o := range m.pool {
-		if o.up && o.env != nil && carries(o.env.Host) {
+		if o.state.takesRuns() && carries(o.env.Host) {
 			return false // wait for one that can judge it
 		}
 	}
 	return true
 }
 
-// canRunOn says whether the engine can run e's spec: it validates there.
-// Without a pool there is one engine, which the spec was validated for.
-func (e *entry) canRunOn(pe *poolEngine) bool {
+// planOn is e's plan as validated on pe's host, and whether it validates
+// there: a plan resolves what depends on the host (the device "auto" is
+// the disk under that engine's data root), so a run carries out the plan
+// of the engine it is placed on. Without a pool there is one engine, which
+// the plan was validated for. m.mu is held.
+func (e *entry) planOn(pe *poolEngine) (experiments.Plan, bool) {
 	if e.fits == nil {
-		return true
+		return e.run.Plan(), true
 	}
-	ok, seen := e.fits[pe.Name]
+	f, seen := e.fits[pe.Name]
 	if !seen {
-		_, errs := experiments.Validate(e.run.Spec(), pe.env.Host.Experiments())
-		ok = len(errs) == 0
-		e.fits[pe.Name] = ok
+		plan, errs := experiments.Validate(e.run.Spec(), pe.env.Host.Experiments())
+		f = fit{plan: experiments.RoundPlan(plan, e.round), ok: len(errs) == 0}
+		e.fits[pe.Name] = f
 	}
-	return ok
+	return f.plan, f.ok
+}
+
+// fit is whether a spec validates on one engine, and its plan there.
+type fit struct {
+	plan experiments.Plan
+	ok   bool
 }
 
 // Validate checks a spec against the engines: it is valid where some
-// engine that is up can run it; otherwise its errors are the first such
-// engine's. Without a pool it is the one engine's validation.
+// engine made ready can run it; otherwise its errors are the first such
+// engine's. Without a pool it is the one engine's validation. The plan it
+// returns is for the quotas and the page until the run is placed; the run
+// carries out the plan of the engine it is placed on.
 func (m *Manager) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
-	m.mu.Lock()
-	var hosts []engine.HostInfo
-	for _, pe := range m.pool {
-		if pe.up && pe.env != nil {
-			hosts = append(hosts, pe.env.Host)
-		}
-	}
-	m.mu.Unlock()
+	hosts := m.readyHosts()
 	if len(hosts) == 0 {
 		return experiments.Validate(spec, m.opts.Host.Experiments())
 	}
@@ -319,4 +348,18 @@ func (m *Manager) Validate(spec experiments.Spec) (experiments.Plan, experiments
 		}
 	}
 	return experiments.Plan{}, first
+}
+
+// readyHosts are the hosts of the engines that are made ready, in the
+// pool's order.
+func (m *Manager) readyHosts() []engine.HostInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var hosts []engine.HostInfo
+	for _, pe := range m.pool {
+		if pe.env != nil && !pe.state.prepares() {
+			hosts = append(hosts, pe.env.Host)
+		}
+	}
+	return hosts
 }

@@ -17,7 +17,10 @@ import (
 )
 
 func fakePrepare(f *enginefake.Engine) func(context.Context) (engine.HostInfo, string, error) {
-	return func(context.Context) (engine.HostInfo, string, error) { return f.Host(), "limitlab-workload:fake", nil }
+	return func(ctx context.Context) (engine.HostInfo, string, error) {
+		h, err := engine.ProbeHost(ctx, f, "/nonexistent")
+		return h, "limitlab-workload:fake", err
+	}
 }
 
 // fakePool is a manager on a pool of fake engines, probed every 20 ms.
@@ -147,7 +150,7 @@ func TestFakePoolEngineThatChangesIsPreparedAgain(t *testing.T) {
 	if sv.StartedAt.Before(prepared[1]) {
 		t.Errorf("the second run started at %v, before the changed engine was made ready again at %v", sv.StartedAt, prepared[1])
 	}
-	if v := m.Engines()[0]; v.CPUs != 8 || !v.Up {
+	if v := m.Engines()[0]; v.Host.CPUs != 8 || !v.Up {
 		t.Errorf("the engine after its change: %+v", v)
 	}
 	if _, errs := m.Validate(spec); len(errs) != 0 {
@@ -190,5 +193,74 @@ func TestFakePoolPlacesByTheSignalsAVerdictNeeds(t *testing.T) {
 	v := ended(t, r)
 	if v.Engine != "blind" || v.State != runner.StateDone || v.Verdict == nil || v.Verdict.Judged || !strings.Contains(v.Verdict.Explanation, "cannot see CPU time") {
 		t.Errorf("on a pool that cannot judge it: %s on %q, verdict %+v", v.State, v.Engine, v.Verdict)
+	}
+}
+
+// A probe that fails while a run is on the engine, and then one that is
+// too slow, leave the run be: it ends done with every lane it had, the
+// engine is never made ready (which reaps this server's containers) while
+// it runs, and it takes no other run until a probe answers again.
+func TestFakePoolProbeFailsUnderARun(t *testing.T) {
+	f := enginefake.New()
+	f.Runtime = 700 * time.Millisecond
+	var mu sync.Mutex
+	var prepared []time.Time
+	m := workshop.NewManager(nil, workshop.Options{Quotas: &workshop.Quotas{}, ProbeEvery: 20 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond,
+		Pool: []workshop.PoolEngine{{Name: "e", Address: "tcp://e:2376", Engine: f, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+			mu.Lock()
+			prepared = append(prepared, time.Now())
+			mu.Unlock()
+			return fakePrepare(f)(ctx)
+		}}}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	const two = `{"name": "two", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}}, {"name": "b", "workload": {"kind": "spin", "seconds": 1}}]}`
+	r := poolSubmit(t, m, "ann", two)
+	waitState := func(want workshop.EngineState) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for m.Engines()[0].State != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the engine is %s, want %s", m.Engines()[0].State, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitState(workshop.EngineBusy)
+	f.SetInfoFault(0, errors.New("connection refused"))
+	waitState(workshop.EngineUnresponsive)
+	// Nothing else is placed on it meanwhile.
+	other := poolSubmit(t, m, "bob", fakeSpec)
+	if v := other.View(); v.State != runner.StateQueued {
+		t.Errorf("a second run on an engine that does not answer: %s", v.State)
+	}
+	f.SetInfoFault(time.Second, nil) // answers, but after the probe's timeout
+	time.Sleep(150 * time.Millisecond)
+	if s := m.Engines()[0].State; s != workshop.EngineUnresponsive {
+		t.Errorf("after slow probes the engine is %s, want unresponsive", s)
+	}
+	f.SetInfoFault(0, nil)
+	waitState(workshop.EngineBusy)
+	v := ended(t, r)
+	if v.State != runner.StateDone {
+		t.Fatalf("the run: %s %s", v.State, v.Error)
+	}
+	for i, l := range v.Lanes {
+		if l.State != runner.LaneExited || l.ExitCode == nil || *l.ExitCode != 0 || l.WallSeconds < 0.6 {
+			t.Errorf("lane %d: %s, exit %v, ran %.2f s, want it to exit 0 after its whole runtime", i, l.State, l.ExitCode, l.WallSeconds)
+		}
+	}
+	mu.Lock()
+	for _, at := range prepared[1:] {
+		if at.After(v.StartedAt) && at.Before(v.EndedAt) {
+			t.Errorf("the engine was made ready at %v, while its run ran (%v to %v)", at, v.StartedAt, v.EndedAt)
+		}
+	}
+	mu.Unlock()
+	if ov := ended(t, other); ov.State != runner.StateDone {
+		t.Errorf("the second run, once the engine answered again: %s %s", ov.State, ov.Error)
 	}
 }

@@ -63,10 +63,10 @@ func TestPoolPlacesOneRunPerEngine(t *testing.T) {
 		t.Fatalf("engines %+v", views)
 	}
 	for _, v := range views {
-		if !v.Up || v.Host == "" || v.Address != ds[v.Name].Host {
+		if !v.Up || v.Host == nil || v.Address != ds[v.Name].Host {
 			t.Fatalf("engine %s: %+v", v.Name, v)
 		}
-		t.Logf("engine %s: %s, stats %s, unsupported %v", v.Name, v.Host, v.Stats, v.Unsupported)
+		t.Logf("engine %s: %s, stats %s, unsupported %v", v.Name, v.Host.Description, v.Host.StatsSource, v.Host.Unsupported)
 	}
 
 	// The IO lab needs the disk under the data root: pc has none.

@@ -39,7 +39,7 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 	}
 	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.Host().NCPU)}
 	if m.opts.Pool != nil {
-		e.fits = map[string]bool{}
+		e.fits = map[string]fit{}
 	}
 	if plan.Repeat > 1 {
 		e.rest = newSeries(m.env, e, spec, plan)
@@ -118,8 +118,10 @@ func (m *Manager) schedule() {
 			}
 			e.expiry.Stop()
 			m.running[e], pe.running[e], e.engine = true, true, pe
+			m.fireLocked(pe, evRunPlaced, "")
 			if m.opts.Pool != nil {
-				e.run.Assign(pe.env, pe.Name)
+				plan, _ := e.planOn(pe)
+				e.run.Assign(pe.env, pe.Name, plan)
 			}
 			m.launchLocked(e)
 		}
@@ -141,8 +143,7 @@ func (m *Manager) launchLocked(e *entry) {
 		next := m.nextInSeries(e)
 		m.mu.Lock()
 		delete(m.running, e)
-		delete(e.engine.running, e)
-		m.lostLocked(e)
+		m.endedLocked(e)
 		// The series' next run takes its turn in the queue like any
 		// other: the participants waiting are served between its runs.
 		queued := next != nil && m.ctx.Err() == nil
@@ -302,11 +303,15 @@ func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) e
 func (m *Manager) hostOf(e *entry) engine.HostInfo {
 	m.mu.Lock()
 	pe := e.engine
+	var h engine.HostInfo
+	if pe != nil {
+		h = pe.env.Host // probe replaces pe.env under m.mu
+	}
 	m.mu.Unlock()
 	if pe == nil {
 		return m.Host()
 	}
-	return pe.env.Host
+	return h
 }
 
 // forget drops an ended run from memory once the store has all of it, so

@@ -42,6 +42,8 @@ type Engine struct {
 	volumes    map[string]bool
 	creates    int
 	waiting    int
+	infoDelay  time.Duration
+	infoErr    error
 }
 
 type fakeContainer struct {
@@ -74,45 +76,36 @@ func (e *Engine) Host() engine.HostInfo {
 	return h
 }
 
-// Containers is how many containers exist.
-func (e *Engine) Containers() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.containers)
+// Counts are what the fake holds, and has done, at one moment.
+type Counts struct {
+	Containers     int // containers that exist
+	Running        int // containers that run
+	Creates        int // containers ever created
+	CreatesWaiting int // creates the CreateGate holds
+	Volumes        int // volumes that exist
 }
 
-// Running is how many containers run now.
-func (e *Engine) Running() int {
+// Counts is what the fake holds now.
+func (e *Engine) Counts() Counts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := 0
-	for _, c := range e.containers {
-		if c.running {
-			n++
+	c := Counts{Containers: len(e.containers), Creates: e.creates, CreatesWaiting: e.waiting, Volumes: len(e.volumes)}
+	for _, fc := range e.containers {
+		if fc.running {
+			c.Running++
 		}
 	}
-	return n
+	return c
 }
 
-// Creates is how many containers were ever created.
-func (e *Engine) Creates() int {
+// SetInfoFault makes the engine's Info, which a probe of its host asks
+// first, answer after delay (or when its context ends) and then with err:
+// an engine that is paused, loaded or gone. Zero and nil make it answer
+// at once again. Containers go on as they were.
+func (e *Engine) SetInfoFault(delay time.Duration, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.creates
-}
-
-// CreatesWaiting is how many creates the CreateGate holds now.
-func (e *Engine) CreatesWaiting() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.waiting
-}
-
-// Volumes is how many volumes exist.
-func (e *Engine) Volumes() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.volumes)
+	e.infoDelay, e.infoErr = delay, err
 }
 
 // SetNCPU changes the host's CPUs while the engine is in use: the host
@@ -123,10 +116,22 @@ func (e *Engine) SetNCPU(n int) {
 	e.NCPU = n
 }
 
-func (e *Engine) Info(context.Context, client.InfoOptions) (client.SystemInfoResult, error) {
+func (e *Engine) Info(ctx context.Context, _ client.InfoOptions) (client.SystemInfoResult, error) {
 	e.mu.Lock()
-	ncpu, mem := e.NCPU, e.Mem
+	ncpu, mem, delay, fault := e.NCPU, e.Mem, e.infoDelay, e.infoErr
 	e.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return client.SystemInfoResult{}, ctx.Err()
+		}
+	}
+	if fault != nil {
+		return client.SystemInfoResult{}, fault
+	}
 	if ncpu == 0 {
 		ncpu = 2
 	}
