@@ -31,6 +31,7 @@ type Dockerd struct {
 	log    *os.File
 	run    string // its socket, exec root, pidfile and log
 	data   string // its data root
+	loop   string // the loop device under its data root, if any
 }
 
 // DockerdOptions change how StartDockerd starts an engine.
@@ -38,6 +39,10 @@ type DockerdOptions struct {
 	// DataRootOnTmpfs puts the engine's data root on a tmpfs of its own:
 	// no block device under it, so no block IO throttle can name one.
 	DataRootOnTmpfs bool
+	// DataRootOnLoop puts the engine's data root on an ext4 filesystem of
+	// its own on a loop device: another disk than the machine's engine's,
+	// so the device "auto" means another device there.
+	DataRootOnLoop bool
 }
 
 // StartDockerd starts an engine named name (a few lowercase letters) and
@@ -73,11 +78,18 @@ func StartEngine(name string, o DockerdOptions) (*Dockerd, error) {
 			return nil, fmt.Errorf("tmpfs for %s: %w", name, err)
 		}
 	}
+	var loop string
+	if o.DataRootOnLoop {
+		var err error
+		if loop, err = mountLoop(data+".img", data); err != nil {
+			return nil, fmt.Errorf("loop disk for %s: %w", name, err)
+		}
+	}
 	logf, err := os.Create(filepath.Join(run, "dockerd.log"))
 	if err != nil {
 		return nil, err
 	}
-	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf, run: run, data: data}
+	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf, run: run, data: data, loop: loop}
 	d.cmd = exec.Command("dockerd",
 		"--host", d.Host, "--data-root", data, "--exec-root", run+"/exec", "--pidfile", run+"/docker.pid",
 		"--cgroup-parent", "limitlab-pool-"+name, "--containerd-namespace", "ll-"+name, "--containerd-plugins-namespace", "ll-"+name+"-plugins",
@@ -125,11 +137,54 @@ func (d *Dockerd) Close() error {
 	killShims("ll-" + d.Name)
 	unmountUnder(d.run)
 	unmountUnder(d.data)
+	if d.loop != "" {
+		if out, err := exec.Command("losetup", "-d", d.loop).CombinedOutput(); err != nil {
+			return fmt.Errorf("dockerd %s: losetup -d %s: %v: %s", d.Name, d.loop, err, out)
+		}
+		_ = os.Remove(d.data + ".img")
+	}
 	_ = os.RemoveAll(d.run)
 	if err := os.RemoveAll(d.data); err != nil {
 		return fmt.Errorf("dockerd %s: data root left: %w", d.Name, err)
 	}
 	return nil
+}
+
+// Pause stops the engine's daemon (SIGSTOP) but not its containerd or its
+// containers, which go on running: an engine too loaded or too slow to
+// answer. Resume lets it go on.
+func (d *Dockerd) Pause() { _ = d.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume undoes Pause.
+func (d *Dockerd) Resume() { _ = d.cmd.Process.Signal(syscall.SIGCONT) }
+
+// mountLoop makes a sparse 4 GiB ext4 image (the server keeps 2 GiB free
+// under a data root) at img, attaches it to a free
+// loop device and mounts it at dir; it returns the device.
+func mountLoop(img, dir string) (string, error) {
+	_ = os.Remove(img)
+	f, err := os.Create(img)
+	if err != nil {
+		return "", err
+	}
+	err = f.Truncate(4 << 30)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mkfs.ext4: %v: %s", err, out)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		return "", fmt.Errorf("losetup: %w", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	if err := syscall.Mount(dev, dir, "ext4", 0, ""); err != nil {
+		_ = exec.Command("losetup", "-d", dev).Run()
+		return "", fmt.Errorf("mount %s: %w", dev, err)
+	}
+	return dev, nil
 }
 
 // Stop asks the engine to stop (it stops its containers and containerd)
@@ -140,6 +195,7 @@ func (d *Dockerd) Stop() {
 		return
 	default:
 	}
+	_ = d.cmd.Process.Signal(syscall.SIGCONT) // a paused engine could not stop
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
@@ -213,5 +217,83 @@ func BenchmarkPoolQueue(b *testing.B) {
 				b.ReportMetric(starts[len(starts)-1], "start-max-s")
 			}
 		})
+	}
+}
+
+// A pooled IO lab carries out the plan of the engine it is placed on: the
+// device "auto" is the disk under that engine's data root, here a loop
+// device of its own, not the first engine's disk.
+func TestPoolIOLabGetsItsEnginesDevice(t *testing.T) {
+	m, _ := startPool(t, []string{"pf", "pg"}, map[string]enginetest.DockerdOptions{"pg": {DataRootOnLoop: true}})
+	devices := map[string]string{}
+	for _, v := range m.Engines() {
+		devices[v.Name] = v.Host.DataRootDevice
+		t.Logf("%s: data root on %s, cannot apply %v", v.Name, v.Host.DataRootDevice, v.Host.Unsupported)
+	}
+	if devices["pf"] == "" || devices["pg"] == "" || devices["pf"] == devices["pg"] {
+		t.Fatalf("the engines' data root disks: %v, want two", devices)
+	}
+	hold := submit(t, m, "alice", fmt.Sprintf(spinSpec, "30")) // takes pf, the first
+	io := submit(t, m, "bob", `{"name": "io", "duration": "60s", "lanes": [{"name": "w", "workload": {"kind": "disk-write", "mb": 8}, "limits": {"device-write-bps": "auto:20mb"}}]}`)
+	v := waitDone(t, io, time.Minute)
+	_ = m.Stop(hold.ID())
+	if v.State != runner.StateDone || v.Engine != "pg" {
+		t.Fatalf("the IO run: %s on %s (%s), want done on pg", v.State, v.Engine, v.Error)
+	}
+	l := v.Lanes[0]
+	if want := "--device-write-bps " + devices["pg"] + ":"; !strings.Contains(l.DockerRun, want) {
+		t.Errorf("the lane on pg ran as %q, want %q (pf's disk is %s)", l.DockerRun, want, devices["pf"])
+	}
+	// Read back from the running container: the throttle is on pg's disk.
+	var st syscall.Stat_t
+	if err := syscall.Stat(devices["pg"], &st); err != nil {
+		t.Fatal(err)
+	}
+	majmin := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	found := false
+	for _, r := range l.Kernel.Files {
+		if r.Flag == "--device-write-bps" {
+			found = true
+			if !r.Holds || !strings.Contains(r.Got, majmin) {
+				t.Errorf("the lane's %s holds %q, want pg's disk %s", r.File, r.Got, majmin)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no device-write-bps file read back: %+v", l.Kernel)
+	}
+}
+
+// An engine too slow to answer its probes for 40 s (its daemon paused,
+// its containers running on) keeps its run: the run finishes with its lane
+// intact, or ends interrupted saying why; it is never reported done with a
+// lane the server killed, and the engine is not made ready under it.
+func TestPoolEnginePausedMidRun(t *testing.T) {
+	m, ds := startPool(t, []string{"ph"}, nil)
+	r := submit(t, m, "alice", `{"name": "long", "duration": "120s", "lanes": [{"name": "spin", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "0.25"}}]}`)
+	enginetest.WaitFor(t, time.Minute, "the run sampled", func() bool { return samplesIn(history(r.Hub())) > 4 })
+	ds["ph"].Pause()
+	paused := time.Now()
+	enginetest.WaitFor(t, time.Minute, "the engine seen unresponsive", func() bool { return m.Engines()[0].State == workshop.EngineUnresponsive })
+	time.Sleep(time.Until(paused.Add(40 * time.Second)))
+	ds["ph"].Resume()
+	t.Logf("paused for %s", time.Since(paused).Round(time.Second))
+	v := waitDone(t, r, 2*time.Minute)
+	l := v.Lanes[0]
+	switch v.State {
+	case runner.StateDone:
+		if l.ExitCode == nil || *l.ExitCode != 0 || l.WallSeconds < 55 {
+			t.Errorf("the run is done, but its lane exited %v after %.1f s of 60", l.ExitCode, l.WallSeconds)
+		}
+	case runner.StateInterrupted:
+		if v.Error == "" {
+			t.Error("interrupted, saying nothing of why")
+		}
+		t.Logf("interrupted: %s", v.Error)
+	default:
+		t.Errorf("the run ended %s: %s", v.State, v.Error)
+	}
+	if s := m.Engines()[0].State; s != workshop.EngineReady && s != workshop.EnginePreparing {
+		t.Errorf("after its run the engine is %s", s)
 	}
 }
