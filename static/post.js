@@ -1,7 +1,8 @@
-// One way to call the JSON API and read its reply, whatever comes back:
-// the API's field errors ({errors: [{lane, field, message}]}), a plain
-// {error}, a reply that is not JSON (a proxy's page), or no reply at all.
-// Nothing is thrown: every failure comes back as errors to show.
+// One way to call the JSON API and read its reply. Every API error has one
+// shape, whatever its status: {errors: [{lane, field, message}], quota?}.
+// What is not the API's (a proxy's page, no reply at all) becomes one
+// error of that shape. Nothing is thrown: every failure comes back as
+// errors to show.
 
 // send calls url and resolves to {ok, status, body, errors}. body may be
 // an object (sent as JSON) or a string (sent as it is).
@@ -26,10 +27,8 @@ export async function send(url, { method = "POST", body, headers = {} } = {}) {
     parsed = null;
   }
   if (res.ok && parsed !== null) return { ok: true, status: res.status, body: parsed, errors: [] };
-  let errors;
-  if (parsed && Array.isArray(parsed.errors)) errors = parsed.errors;
-  else if (parsed && parsed.error) errors = [{ lane: -1, field: "server", message: parsed.error }];
-  else errors = [{ lane: -1, field: "server", message: `${res.status} ${res.statusText}: ${text.slice(0, 200) || "no reply body"}` }];
+  const errors = parsed && Array.isArray(parsed.errors) ? parsed.errors
+    : [{ lane: -1, field: "server", message: `${res.status} ${res.statusText}: ${text.slice(0, 200) || "no reply body"}` }];
   return { ok: false, status: res.status, body: parsed, errors };
 }
 

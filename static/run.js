@@ -350,7 +350,7 @@ controls.forEach((form) => {
       form.querySelectorAll("input[data-field]").forEach((input) => { input.value = ""; });
       return;
     }
-    errs.textContent = res.errors.map((e) => `${e.field}: ${e.message}`).join("; ");
+    errs.textContent = res.errors.map(errorText).join("; ");
   });
 });
 

@@ -1,7 +1,7 @@
 // A guided lab's steps on the run page: ticked as the server's checks
 // hold, the hint shown while a check fails, and a button that makes a
 // step's change through the same live update as the controls below.
-import { send } from "./post.js";
+import { send, errorText } from "./post.js";
 
 const panel = document.getElementById("steps");
 
@@ -38,7 +38,7 @@ export function enableStepChanges(runID, getView) {
       const res = await send(`/api/runs/${runID}/lanes/${step.change_lane}/limits`, { body: step.change_limits });
       if (!res.ok) {
         button.disabled = false;
-        button.title = res.errors.map((e) => `${e.field}: ${e.message}`).join("; ");
+        button.title = res.errors.map(errorText).join("; ");
       }
     });
   });

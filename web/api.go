@@ -25,10 +25,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-type errorsBody struct {
-	Errors experiments.Errors `json:"errors"`
-}
-
 func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.Runs.Host().View())
 }
@@ -48,7 +44,7 @@ func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > workshop.MaxList {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit %q: want 1 to %d", s, workshop.MaxList)})
+			writeError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit %q: want 1 to %d", s, workshop.MaxList))
 			return
 		}
 		limit = n
@@ -63,20 +59,20 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorsBody{experiments.Errors{{Lane: -1, Field: "spec", Message: "spec larger than 64 KiB"}}})
+			writeErrors(w, http.StatusRequestEntityTooLarge, experiments.Errors{{Lane: -1, Field: "spec", Message: "spec larger than 64 KiB"}})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, errorsBody{experiments.Errors{{Lane: -1, Field: "spec", Message: err.Error()}}})
+		writeErrors(w, http.StatusBadRequest, experiments.Errors{{Lane: -1, Field: "spec", Message: err.Error()}})
 		return
 	}
 	spec, errs := experiments.Parse(body)
 	if errs != nil {
-		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
+		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
 	plan, errs := h.Runs.Validate(spec)
 	if errs != nil {
-		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
+		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
 	run, err := h.Runs.SubmitFrom(spec, plan, participantOf(r), addressOf(r))
@@ -86,7 +82,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeQuota(w, quota)
 		return
 	case err != nil:
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		writeFailure(w, "run", err)
 		return
 	}
 	w.Header().Set("Location", "/api/runs/"+run.ID())
@@ -98,16 +94,16 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	lane, err := strconv.Atoi(chi.URLParam(r, "lane"))
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such lane"})
+		writeError(w, http.StatusNotFound, "lane", "no such lane")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBytes))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
+		writeErrors(w, http.StatusBadRequest, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 		return
 	}
 	if !h.mayControl(r, chi.URLParam(r, "id")) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "only the participant who started this run, or the presenter, may change its limits"})
+		writeErrors(w, http.StatusForbidden, experiments.Errors{{Lane: lane, Field: "limits", Message: "only the participant who started this run, or the presenter, may change its limits"}})
 		return
 	}
 	change, errs := experiments.ParseLimits(body)
@@ -115,7 +111,7 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 		for i := range errs {
 			errs[i].Lane = lane
 		}
-		writeJSON(w, http.StatusBadRequest, errorsBody{errs})
+		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
 	rec, err := h.Runs.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
@@ -127,18 +123,18 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &quota):
 		writeQuota(w, quota)
 	case errors.As(err, &verrs):
-		writeJSON(w, http.StatusBadRequest, errorsBody{verrs})
+		writeErrors(w, http.StatusBadRequest, verrs)
 	case errors.Is(err, runner.ErrLaneNotRunning):
-		writeJSON(w, http.StatusConflict, errorsBody{experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}})
+		writeErrors(w, http.StatusConflict, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 	default:
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		writeErrors(w, statusOf(err), experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 	}
 }
 
 func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
 	v, ok := h.Runs.View(chi.URLParam(r, "id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
+		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -147,7 +143,7 @@ func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiSeries(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.Runs.Series(chi.URLParam(r, "id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such series: a series is named by its first run's id"})
+		writeError(w, http.StatusNotFound, "series", "no such series: a series is named by its first run's id")
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
@@ -156,11 +152,11 @@ func (h *handlers) apiSeries(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if !h.mayControl(r, id) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "only the participant who started this run, or the presenter, may stop it"})
+		writeError(w, http.StatusForbidden, "run", "only the participant who started this run, or the presenter, may stop it")
 		return
 	}
 	if err := h.Runs.Stop(id); err != nil {
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		writeFailure(w, "run", err)
 		return
 	}
 	v, _ := h.Runs.View(id)
@@ -181,13 +177,4 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
-}
-
-// writeQuota refuses a run or a change over a quota as Kubernetes refuses a
-// pod: 403, naming the limit and by how much.
-func writeQuota(w http.ResponseWriter, quota *workshop.QuotaError) {
-	writeJSON(w, http.StatusForbidden, map[string]any{
-		"errors": experiments.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
-		"quota":  quota,
-	})
 }

@@ -21,13 +21,13 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	release, err := h.viewers.acquire(id, addressOf(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
 	if err != nil {
-		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": err.Error()})
+		writeError(w, http.StatusTooManyRequests, "viewers", err.Error())
 		return
 	}
 	defer release()
 	feed, ok := h.Runs.Feed(id)
 	if !ok {
-		http.Error(w, "no such run", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})

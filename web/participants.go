@@ -56,8 +56,8 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: p.id, Path: "/", MaxAge: 365 * 24 * 3600,
 				HttpOnly: true, SameSite: http.SameSiteLaxMode})
 			if !h.newcomers.allow(p.address, time.Now(), NewParticipantsPerMinute) && r.Method != http.MethodGet && r.Method != http.MethodHead {
-				writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf(
-					"more than %d new participants from %s in a minute: keep the cookie the server gives (curl -c jar -b jar)", NewParticipantsPerMinute, p.address)})
+				writeError(w, http.StatusTooManyRequests, "participant", fmt.Sprintf(
+					"more than %d new participants from %s in a minute: keep the cookie the server gives (curl -c jar -b jar)", NewParticipantsPerMinute, p.address))
 				return
 			}
 		}
@@ -153,8 +153,8 @@ func (h *handlers) joinProof(participant string) string {
 func (h *handlers) mustJoin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.joined(r) && !h.isPresenter(r) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "this workshop needs its join code to run experiments: " +
-				"enter the code the facilitator gives on the home page (POST /api/join {\"code\": \"...\"})"})
+			writeError(w, http.StatusForbidden, "join_code", "this workshop needs its join code to run experiments: "+
+				"enter the code the facilitator gives on the home page (POST /api/join {\"code\": \"...\"})")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -168,7 +168,7 @@ func (h *handlers) apiJoin(w http.ResponseWriter, r *http.Request) {
 		Code string `json:"code"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "join: want {\"code\": \"...\"}"})
+		writeError(w, http.StatusBadRequest, "code", "join: want {\"code\": \"...\"}")
 		return
 	}
 	if h.JoinCode == "" {
@@ -177,7 +177,7 @@ func (h *handlers) apiJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	if subtle.ConstantTimeCompare([]byte(body.Code), []byte(h.JoinCode)) != 1 {
 		h.failures.wait(r.Context())
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "that is not this workshop's join code"})
+		writeError(w, http.StatusForbidden, "code", "that is not this workshop's join code")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: JoinCookie, Value: h.joinProof(participantOf(r)), Path: "/", MaxAge: 7 * 24 * 3600,

@@ -162,6 +162,12 @@ func NewRouter(d Deps) http.Handler {
 			r.With(h.presenterOnly).Post("/runs/{id}/feature", h.apiFeature)
 			r.With(h.presenterOnly).Post("/queue/clear", h.apiClearQueue)
 			r.With(h.presenterOnly).Get("/presenter/check", h.apiPresenterCheck)
+			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
+			})
+			r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, http.StatusMethodNotAllowed, "method", r.Method+" is not a method of "+r.URL.Path)
+			})
 		})
 	})
 	return r
@@ -184,7 +190,11 @@ var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 func (h *handlers) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(h.AllowedHosts) > 0 && !slices.Contains(h.AllowedHosts, hostName(r.Host)) {
-			http.Error(w, "host not allowed: "+r.Host, http.StatusMisdirectedRequest)
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				writeError(w, http.StatusMisdirectedRequest, "host", "host not allowed: "+r.Host)
+			} else {
+				http.Error(w, "host not allowed: "+r.Host, http.StatusMisdirectedRequest)
+			}
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -202,10 +212,10 @@ func (h *handlers) checkOrigin(next http.Handler) http.Handler {
 			origin := r.Header.Get("Origin")
 			switch {
 			case origin != "" && !h.originAllowed(origin, r):
-				writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: " + origin})
+				writeError(w, http.StatusForbidden, "origin", "cross-origin request refused: "+origin)
 				return
 			case origin == "" && !formProof(r):
-				writeJSON(w, http.StatusForbidden, map[string]string{"error": "a request without an Origin must send Content-Type: application/json"})
+				writeError(w, http.StatusForbidden, "content_type", "a request without an Origin must send Content-Type: application/json")
 				return
 			}
 		}

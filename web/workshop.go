@@ -70,10 +70,10 @@ func (h *handlers) presenterOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case h.PresenterToken == "":
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "presenter calls are off: the server was started without a presenter token (-presenter-token or LIMITLAB_PRESENTER_TOKEN)"})
+			writeError(w, http.StatusForbidden, "presenter", "presenter calls are off: the server was started without a presenter token (-presenter-token or LIMITLAB_PRESENTER_TOKEN)")
 		case !h.isPresenter(r):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="limitlab presenter"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "presenter only: send Authorization: Bearer <the token given at start-up>"})
+			writeError(w, http.StatusUnauthorized, "presenter", "presenter only: send Authorization: Bearer <the token given at start-up>")
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -103,7 +103,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	}
 	v, ok := h.Runs.View(id)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such run"})
+		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
 	}
 	name := "limitlab-" + id
@@ -121,7 +121,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	case "json":
 		e, err := h.History.Export(id)
 		if err != nil {
-			writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+			writeFailure(w, "run", err)
 			return
 		}
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
@@ -133,13 +133,13 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("format %q: want json, csv or lab", format)})
+		writeError(w, http.StatusBadRequest, "format", fmt.Sprintf("format %q: want json, csv or lab", format))
 	}
 }
 
 func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 	if !h.imports.allow(participantOf(r), time.Now(), ImportsPerMinute) {
-		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute)})
+		writeError(w, http.StatusTooManyRequests, "import", fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute))
 		return
 	}
 	var e workshop.Export
@@ -147,15 +147,15 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&e); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "import: larger than 64 MiB"})
+			writeError(w, http.StatusRequestEntityTooLarge, "import", "import: larger than 64 MiB")
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "import: not JSON: " + err.Error()})
+		writeError(w, http.StatusBadRequest, "import", "import: not JSON: "+err.Error())
 		return
 	}
 	id, err := h.History.Import(e)
 	if err != nil {
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		writeFailure(w, "import", err)
 		return
 	}
 	w.Header().Set("Location", "/runs/"+id)
@@ -165,7 +165,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if err := h.Featured.Feature(id); err != nil {
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		writeFailure(w, "run", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"featured": id})
@@ -174,12 +174,12 @@ func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.Featured.Current()
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run is featured yet"})
+		writeError(w, http.StatusNotFound, "featured", "no run is featured yet")
 		return
 	}
 	v, ok := h.Runs.View(id)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "the featured run is gone"})
+		writeError(w, http.StatusNotFound, "featured", "the featured run is gone")
 		return
 	}
 	writeJSON(w, http.StatusOK, v)

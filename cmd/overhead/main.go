@@ -198,11 +198,14 @@ func labWindow(ctx context.Context, bin string, n int, window time.Duration) (ti
 	if err != nil {
 		return ticks{}, err
 	}
-	var created struct{ ID, Error string }
+	var created struct {
+		ID     string
+		Errors []struct{ Field, Message string }
+	}
 	_ = json.NewDecoder(res.Body).Decode(&created)
 	res.Body.Close()
 	if res.StatusCode != http.StatusCreated {
-		return ticks{}, fmt.Errorf("the run was refused: %d %s", res.StatusCode, created.Error)
+		return ticks{}, fmt.Errorf("the run was refused: %d %+v", res.StatusCode, created.Errors)
 	}
 	defer func() {
 		if res, err := hc.Post(base+"/api/runs/"+created.ID+"/stop", "application/json", nil); err == nil {

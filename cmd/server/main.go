@@ -292,6 +292,9 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("-sampler: %w", err)
 		}
+		if smp != nil {
+			defer smp.Close() // once the runs, and so their streams, have ended
+		}
 		if opts.Host, opts.Image, err = prepare(eng, smp, log)(ctx); err != nil {
 			return err
 		}
@@ -306,6 +309,9 @@ func run(ctx context.Context, args []string) error {
 			smp, err := samplerClient(a.Sampler)
 			if err != nil {
 				return fmt.Errorf("-engines: engine %q: %w", a.Name, err)
+			}
+			if smp != nil {
+				defer smp.Close() // once the runs, and so their streams, have ended
 			}
 			opts.Pool = append(opts.Pool, workshop.PoolEngine{Name: a.Name, Address: a.Host, Engine: c, Prepare: prepare(c, smp, log.With(slog.String("engine", a.Name)))})
 		}

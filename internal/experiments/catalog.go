@@ -93,7 +93,12 @@ func NewCatalog(extra []Lab, broken []BrokenLab) *Catalog {
 func (c *Catalog) Labs() []Lab { return c.labs }
 
 // Broken lists the lab files that were not loaded, by file.
-func (c *Catalog) Broken() []BrokenLab { return c.broken }
+func (c *Catalog) Broken() []BrokenLab {
+	if c.broken == nil {
+		return []BrokenLab{}
+	}
+	return c.broken
+}
 
 // Lab finds a lab by id.
 func (c *Catalog) Lab(id string) (Lab, bool) {

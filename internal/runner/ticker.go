@@ -17,6 +17,7 @@ type ticker struct {
 	subs map[chan time.Time]*subscription
 	base time.Duration // the running timer's period
 	stop chan struct{} // closes the running timer's goroutine; nil when stopped
+	done chan struct{} // closed by the running timer's goroutine as it returns
 }
 
 type subscription struct {
@@ -31,42 +32,58 @@ func newTicker() *ticker {
 // subscribe returns a channel of ticks every interval and the function
 // that ends the subscription. A subscriber that has not taken the last
 // tick misses the next: ticks never queue up behind a slow reading.
+// Whoever stops a timer (by subscribing at another period, or by the last
+// subscription's end) waits for its goroutine to return.
 func (k *ticker) subscribe(every time.Duration) (<-chan time.Time, func()) {
 	c := make(chan time.Time, 1)
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	k.subs[c] = &subscription{every: every}
-	k.retimeLocked()
+	stopped := k.retimeLocked()
+	k.mu.Unlock()
+	wait(stopped)
 	return c, func() {
 		k.mu.Lock()
-		defer k.mu.Unlock()
 		if _, ok := k.subs[c]; !ok {
+			k.mu.Unlock()
 			return
 		}
 		delete(k.subs, c)
-		k.retimeLocked()
+		stopped := k.retimeLocked()
+		k.mu.Unlock()
+		wait(stopped)
+	}
+}
+
+// wait waits for a stopped timer's goroutine, if one was stopped.
+func wait(done chan struct{}) {
+	if done != nil {
+		<-done
 	}
 }
 
 // retimeLocked starts, stops or changes the timer to the period the
-// subscriptions need. k.mu is held.
-func (k *ticker) retimeLocked() {
+// subscriptions need, and returns the done channel of the timer it
+// stopped, if any, to wait on once k.mu is released (the timer's
+// goroutine takes k.mu at each tick). k.mu is held.
+func (k *ticker) retimeLocked() chan struct{} {
 	var base time.Duration
 	for _, s := range k.subs {
 		base = gcd(base, s.every)
 	}
 	if base == k.base && (k.stop != nil) == (base > 0) {
-		return
+		return nil
 	}
+	var stopped chan struct{}
 	if k.stop != nil {
 		close(k.stop)
-		k.stop = nil
+		k.stop, stopped = nil, k.done
 	}
 	k.base = base
 	if base > 0 {
-		k.stop = make(chan struct{})
-		go k.run(k.stop, base)
+		k.stop, k.done = make(chan struct{}), make(chan struct{})
+		go k.run(k.stop, k.done, base)
 	}
+	return stopped
 }
 
 func gcd(a, b time.Duration) time.Duration {
@@ -77,8 +94,9 @@ func gcd(a, b time.Duration) time.Duration {
 }
 
 // run lives from the first subscription to the last one's end, or until
-// the period changes.
-func (k *ticker) run(stop chan struct{}, base time.Duration) {
+// the period changes; it closes done as it returns.
+func (k *ticker) run(stop, done chan struct{}, base time.Duration) {
+	defer close(done)
 	t := time.NewTicker(base)
 	defer t.Stop()
 	for {

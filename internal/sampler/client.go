@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -25,6 +26,17 @@ type Client struct {
 	base  *url.URL // http:// or https://host:port
 	token string
 	http  *http.Client
+	// streams counts the goroutines of every stream opened, each of
+	// which ends once its lane closes it; Close waits for them.
+	streams sync.WaitGroup
+}
+
+// Close waits for the goroutines of the streams opened through c, once
+// their lanes have closed them (at most the websocket close handshake's
+// 5 s after that).
+func (c *Client) Close() error {
+	c.streams.Wait()
+	return nil
 }
 
 // NewClient is the client of the sampler at address (http://host:port, or
@@ -138,7 +150,7 @@ func (c *Client) Open(ctx context.Context, id string, pid int) (engine.CgroupFil
 	if err != nil {
 		return nil, err
 	}
-	s := newStream(ws, dial)
+	s := newStream(ws, dial, &c.streams)
 	if err := s.ask(request{Op: opRead}); err != nil {
 		s.Close()
 		return nil, err

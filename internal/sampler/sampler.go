@@ -9,19 +9,20 @@
 // the token as Authorization: Bearer. The dashboard asks, the sampler
 // answers in order:
 //
-//	{"op":"read","seq":1}                                   → {"seq":1,"counters":{...}}
+//	{"op":"read"}                                             → {"seq":0,"counters":{"at":…,"cpu_ns":…,…}}
 //	{"op":"file","seq":2,"controller":"cpu","name":"cpu.max"} → {"seq":2,"data":"50000 100000\n"}
-//	{"op":"refresh"}                                        (no answer: the next read takes every file)
+//	{"op":"refresh"}                                          (no answer: the next read takes every file)
 //
-// An answer that failed carries "error" instead. GET /v1/ping answers 204
+// A read carries no seq, and its answer seq 0: reads are answered in the
+// order asked, one at a time. A file request's seq (from 1) pairs it with
+// its answer. An answer that failed carries "error" instead. The counters'
+// names are wireCounters' (wire.go). GET /v1/ping answers 204
 // to the token, so that a dashboard can check its configuration at start.
 package sampler
 
 import (
 	"regexp"
 	"strconv"
-
-	"github.com/limitlab/limitlab/internal/engine"
 )
 
 // The operations a dashboard may ask for.
@@ -42,7 +43,7 @@ type request struct {
 // reply is the sampler's answer to a read or a file request.
 type reply struct {
 	Seq      uint64           `json:"seq"`
-	Counters *engine.Counters `json:"counters,omitempty"`
+	Counters *wireCounters `json:"counters,omitempty"`
 	Data     string           `json:"data,omitempty"`
 	Error    string           `json:"error,omitempty"`
 }

@@ -123,7 +123,8 @@ func (s *Server) answer(ctx context.Context, c *websocket.Conn, cg *engine.Cgrou
 			if err != nil {
 				rep.Error = err.Error()
 			} else {
-				rep.Counters = &counters
+				w := toWire(counters)
+				rep.Counters = &w
 			}
 		case opFile:
 			if !fileName.MatchString(req.Name) || len(req.Name) > 64 || !controllers[req.Controller] {

@@ -23,6 +23,7 @@ import (
 // cumulative, so the sample after the gap covers it.
 type stream struct {
 	dial   func(context.Context) (*websocket.Conn, error)
+	wg     *sync.WaitGroup // its goroutines
 	ctx    context.Context
 	cancel context.CancelFunc
 	first  chan struct{} // closed at the first reading, or the first loss
@@ -41,11 +42,13 @@ type stream struct {
 	files   map[uint64]chan reply
 }
 
-func newStream(ws *websocket.Conn, dial func(context.Context) (*websocket.Conn, error)) *stream {
-	s := &stream{ws: ws, dial: dial, files: map[uint64]chan reply{}, first: make(chan struct{})}
+// newStream starts the stream's receiver; wg counts it, and the close
+// handshake Close starts, so that the stream's owner can wait for both.
+func newStream(ws *websocket.Conn, dial func(context.Context) (*websocket.Conn, error), wg *sync.WaitGroup) *stream {
+	s := &stream{ws: ws, dial: dial, files: map[uint64]chan reply{}, first: make(chan struct{}), wg: wg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Lives until Close.
-	go s.receive()
+	wg.Go(s.receive)
 	return s
 }
 
@@ -90,7 +93,7 @@ func (s *stream) receive() {
 			if !s.shifted {
 				s.offset, s.shifted = now.Sub(rep.Counters.At), true
 			}
-			s.latest, s.fresh, s.readErr = *rep.Counters, true, nil
+			s.latest, s.fresh, s.readErr = fromWire(*rep.Counters), true, nil
 			s.latest.At = s.latest.At.Add(s.offset)
 		}
 		s.mu.Unlock()
@@ -231,11 +234,11 @@ func (s *stream) Close() error {
 	s.closing = true
 	s.mu.Unlock()
 	// Lives for the close handshake, at most the library's 5 s.
-	go func() {
+	s.wg.Go(func() {
 		if ws != nil {
 			_ = ws.Close(websocket.StatusNormalClosure, "lane ended")
 		}
 		s.cancel()
-	}()
+	})
 	return nil
 }

@@ -313,7 +313,7 @@ func (m *Manager) List(lab string, limit int) []runner.RunView {
 			fresh = append(fresh, r.View())
 		}
 	}
-	out = append(fresh, out...)
+	out = append(append([]runner.RunView{}, fresh...), out...) // [] on the wire, never null
 	if len(out) > limit {
 		out = out[:limit]
 	}
