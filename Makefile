@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: pool-demo run test test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: pool-demo run test reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -41,10 +41,15 @@ test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended|TestAReadingWhoseCountersFell)' ./internal/runner
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS)$$' ./internal/sampler
 
+# Test engines an interrupted test run left running (found by their
+# pidfiles under /run/ll-*) are stopped before the tests start.
+reap-test-engines:
+	$(GO) run ./internal/enginetest/reap
+
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other. Then the suite's cgroup v2 part, in
 # the VM (test-v2).
-test: assets test-race
+test: assets reap-test-engines test-race
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...

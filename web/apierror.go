@@ -12,7 +12,7 @@ import (
 // field, and for a refusal by a quota the quota's figures. A client reads
 // errors and nothing else (static/post.js).
 type errorBody struct {
-	Errors experiments.Errors    `json:"errors"`
+	Errors experiments.Errors   `json:"errors"`
 	Quota  *workshop.QuotaError `json:"quota,omitempty"`
 }
 

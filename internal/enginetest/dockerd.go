@@ -65,10 +65,15 @@ func StartDockerd(t testing.TB, name string, o DockerdOptions) *Dockerd {
 // /var/lib/limitlab-test/<name>, and returns once it answers. Close stops
 // it and removes its files.
 func StartEngine(name string, o DockerdOptions) (*Dockerd, error) {
-	run := "/run/ll-" + name // a unix socket's path is short
-	data := "/var/lib/limitlab-test/" + name
+	run := runPrefix + name // a unix socket's path is short
+	data := filepath.Join(dataDir, name)
+	// An engine of this name that an interrupted test left running.
+	if stopped, err := reapStale(name); err != nil {
+		return nil, err
+	} else if stopped {
+		slog.Warn("stopped a test engine left running by an earlier test", slog.String("engine", name))
+	}
 	for _, d := range []string{run, data} {
-		_ = os.RemoveAll(d)
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}

@@ -42,10 +42,10 @@ type request struct {
 
 // reply is the sampler's answer to a read or a file request.
 type reply struct {
-	Seq      uint64           `json:"seq"`
+	Seq      uint64        `json:"seq"`
 	Counters *wireCounters `json:"counters,omitempty"`
-	Data     string           `json:"data,omitempty"`
-	Error    string           `json:"error,omitempty"`
+	Data     string        `json:"data,omitempty"`
+	Error    string        `json:"error,omitempty"`
 }
 
 // Limits of the protocol: a request is a few dozen bytes, a cgroup file

@@ -1,0 +1,22 @@
+// Command reap stops the test engines an interrupted test run left behind
+// (enginetest.ReapStale); make test runs it first. It touches no engine
+// but those, which live under /run/ll-* with their pidfiles.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/limitlab/limitlab/internal/enginetest"
+)
+
+func main() {
+	names, err := enginetest.ReapStale()
+	for _, n := range names {
+		fmt.Printf("reap: stopped test engine %s, left running by an earlier test run\n", n)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reap:", err)
+		os.Exit(1)
+	}
+}
