@@ -25,21 +25,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-func (h *handlers) apiHost(w http.ResponseWriter, r *http.Request) {
+func (h api) apiHost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.Runs.Host().View())
 }
 
 // apiEngines lists the engines runs are placed on: one without a pool.
-func (h *handlers) apiEngines(w http.ResponseWriter, r *http.Request) {
+func (h api) apiEngines(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"engines": h.Runs.Engines()})
 }
 
-func (h *handlers) apiLabs(w http.ResponseWriter, r *http.Request) {
+func (h api) apiLabs(w http.ResponseWriter, r *http.Request) {
 	c := experiments.Current()
 	writeJSON(w, http.StatusOK, map[string]any{"labs": c.Labs(), "broken": c.Broken()})
 }
 
-func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
+func (h api) apiListRuns(w http.ResponseWriter, r *http.Request) {
 	limit := 100
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -49,12 +49,12 @@ func (h *handlers) apiListRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": h.Runs.List(r.URL.Query().Get("lab"), limit)})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": h.History.List(r.URL.Query().Get("lab"), limit)})
 }
 
 // apiCreateRun parses and validates a spec and starts it. Nothing starts
 // unless every part of the spec is valid; every problem is reported at once.
-func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
+func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -91,7 +91,7 @@ func (h *handlers) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 
 // apiUpdateLimits changes a running lane's limits: the body holds the
 // limits to change, with the spec's field names ({"cpus": "0.25"}).
-func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
+func (h api) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	lane, err := strconv.Atoi(chi.URLParam(r, "lane"))
 	if err != nil {
 		writeError(w, http.StatusNotFound, "lane", "no such lane")
@@ -131,8 +131,8 @@ func (h *handlers) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
-	v, ok := h.Runs.View(chi.URLParam(r, "id"))
+func (h api) apiGetRun(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.History.View(chi.URLParam(r, "id"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
@@ -140,8 +140,8 @@ func (h *handlers) apiGetRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (h *handlers) apiSeries(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.Runs.Series(chi.URLParam(r, "id"))
+func (h api) apiSeries(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.History.Series(chi.URLParam(r, "id"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "series", "no such series: a series is named by its first run's id")
 		return
@@ -149,7 +149,7 @@ func (h *handlers) apiSeries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s)
 }
 
-func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
+func (h api) apiStopRun(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if !h.mayControl(r, id) {
 		writeError(w, http.StatusForbidden, "run", "only the participant who started this run, or the presenter, may stop it")
@@ -159,7 +159,7 @@ func (h *handlers) apiStopRun(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, "run", err)
 		return
 	}
-	v, _ := h.Runs.View(id)
+	v, _ := h.History.View(id)
 	writeJSON(w, http.StatusAccepted, v)
 }
 

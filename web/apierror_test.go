@@ -74,7 +74,7 @@ func TestAPIErrorsHaveOneShape(t *testing.T) {
 	}
 	var created struct{ ID string }
 	_ = json.Unmarshal(b, &created)
-	enginetest := func() bool { v, ok := m.View(created.ID); return ok && v.State.Ended() }
+	enginetest := func() bool { v, ok := m.Archive().View(created.ID); return ok && v.State.Ended() }
 	for deadline := time.Now().Add(time.Minute); !enginetest(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the short run never ended")
@@ -237,7 +237,7 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for path, v := range map[string]any{
-			"/api/runs":    map[string]any{"runs": m.List("", 100)},
+			"/api/runs":    map[string]any{"runs": m.Archive().List("", 100)},
 			"/api/engines": map[string]any{"engines": m.Engines()},
 			"/api/host":    m.Host().View(),
 			"/api/labs":    map[string]any{"labs": experiments.Current().Labs(), "broken": experiments.Current().Broken()},
@@ -247,7 +247,7 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 			}
 		}
 		paths := []string{"/api/runs", "/api/engines", "/api/host", "/api/labs"}
-		for _, v := range m.List("", 5) {
+		for _, v := range m.Archive().List("", 5) {
 			paths = append(paths, "/api/runs/"+v.ID, "/api/runs/"+v.ID+"/export?format=json", "/api/runs/"+v.ID+"/export?format=lab")
 		}
 		for _, p := range paths {
@@ -278,7 +278,7 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 	var created struct{ ID string }
 	_ = json.Unmarshal(b, &created)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if v, ok := m.View(created.ID); ok && v.State == runner.StateDone {
+		if v, ok := m.Archive().View(created.ID); ok && v.State == runner.StateDone {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -30,7 +30,7 @@ func newFakeServer(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	opts := workshop.Options{Host: fake.Host(), Store: st, Quotas: &workshop.Quotas{}}
+	opts := workshop.Options{Host: enginefake.HostOf(fake), Store: st, Quotas: &workshop.Quotas{}}
 	for _, o := range options {
 		o(&opts)
 	}

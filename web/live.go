@@ -17,7 +17,7 @@ import (
 // then every new message until the run ends. A viewer that falls behind is
 // dropped by the hub and closed with a policy-violation status; it can
 // reconnect and get the history again.
-func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
+func (h streams) live(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	release, err := h.viewers.acquire(id, addressOf(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
 	if err != nil {
@@ -25,7 +25,7 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	feed, ok := h.Runs.Feed(id)
+	feed, ok := h.History.Feed(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
@@ -58,7 +58,7 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) {
 
 // forward writes each message sub receives to c until sub's channel closes
 // (true), or the viewer goes away or a write fails (false).
-func (h *handlers) forward(ctx context.Context, c *websocket.Conn, sub *hub.Subscriber) bool {
+func (h streams) forward(ctx context.Context, c *websocket.Conn, sub *hub.Subscriber) bool {
 	for {
 		select {
 		case msg, open := <-sub.C:
@@ -75,15 +75,21 @@ func (h *handlers) forward(ctx context.Context, c *websocket.Conn, sub *hub.Subs
 	}
 }
 
-func (h *handlers) write(ctx context.Context, c *websocket.Conn, msg []byte) error {
+func (h streams) write(ctx context.Context, c *websocket.Conn, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, h.WriteTimeout)
 	defer cancel()
 	return c.Write(ctx, websocket.MessageText, msg)
 }
 
 // logWriteErr logs a failed write unless it is a viewer going away.
-func (h *handlers) logWriteErr(err error) {
-	if errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1 {
+func (h streams) logWriteErr(err error) {
+	// The viewer went away as viewers do: the page closed or navigated,
+	// or the request ended. Any other close status is worth a line.
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return
+	}
+	if errors.Is(err, context.Canceled) {
 		return
 	}
 	h.Log.Debug("live: write", slog.Any("err", err))

@@ -29,7 +29,7 @@ func TestLiveLateSubscriberGetsHistoryThenLive(t *testing.T) {
 	}
 	var created struct{ ID string }
 	_ = json.Unmarshal(body, &created)
-	feed, _ := m.Feed(created.ID)
+	feed, _ := m.Archive().Feed(created.ID)
 	// Join late: once several sample batches have been published.
 	enginetest.WaitFor(t, 30*time.Second, "samples in the history", func() bool { return len(feed.History()) >= 8 })
 	atConnect := len(feed.History())

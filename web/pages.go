@@ -50,12 +50,12 @@ func labGroups(labs []experiments.Lab) []labGroup {
 	return out
 }
 
-func (h *handlers) home(w http.ResponseWriter, r *http.Request) {
-	runs := h.Runs.List("", 10)
+func (h pages) home(w http.ResponseWriter, r *http.Request) {
+	runs := h.History.List("", 10)
 	templ.Handler(homePage(h.Runs.Host(), experiments.Current(), runs, !h.joined(r))).ServeHTTP(w, r)
 }
 
-func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
+func (h pages) runPage(w http.ResponseWriter, r *http.Request) {
 	host := h.Runs.Host()
 	embed := r.URL.Query().Get("embed") == "1"
 	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, embed) })
@@ -63,12 +63,12 @@ func (h *handlers) runPage(w http.ResponseWriter, r *http.Request) {
 
 // resultsFragment is the results table alone, which the run page fetches
 // again whenever the run changes.
-func (h *handlers) resultsFragment(w http.ResponseWriter, r *http.Request) {
+func (h pages) resultsFragment(w http.ResponseWriter, r *http.Request) {
 	h.renderRun(w, r, results)
 }
 
-func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component func(runner.RunView) templ.Component) {
-	v, ok := h.Runs.View(chi.URLParam(r, "id"))
+func (h pages) renderRun(w http.ResponseWriter, r *http.Request, component func(runner.RunView) templ.Component) {
+	v, ok := h.History.View(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
@@ -76,7 +76,7 @@ func (h *handlers) renderRun(w http.ResponseWriter, r *http.Request, component f
 	templ.Handler(component(v)).ServeHTTP(w, r)
 }
 
-func (h *handlers) labPage(w http.ResponseWriter, r *http.Request) {
+func (h pages) labPage(w http.ResponseWriter, r *http.Request) {
 	lab, ok := experiments.LabByID(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such lab", http.StatusNotFound)
@@ -120,13 +120,13 @@ func labNetwork(l experiments.PlannedLane) string {
 	return ""
 }
 
-func (h *handlers) historyPage(w http.ResponseWriter, r *http.Request) {
+func (h pages) historyPage(w http.ResponseWriter, r *http.Request) {
 	lab := r.URL.Query().Get("lab")
-	templ.Handler(historyPage(h.Runs.List(lab, 200), experiments.Labs(), lab)).ServeHTTP(w, r)
+	templ.Handler(historyPage(h.History.List(lab, 200), experiments.Labs(), lab)).ServeHTTP(w, r)
 }
 
-func (h *handlers) seriesPage(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.Runs.Series(chi.URLParam(r, "id"))
+func (h pages) seriesPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.History.Series(chi.URLParam(r, "id"))
 	if !ok {
 		http.Error(w, "no such series: a series is named by its first run's id", http.StatusNotFound)
 		return
@@ -134,10 +134,10 @@ func (h *handlers) seriesPage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(seriesPage(s)).ServeHTTP(w, r)
 }
 
-func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
+func (h pages) comparePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	a, okA := h.Runs.View(q.Get("a"))
-	b, okB := h.Runs.View(q.Get("b"))
+	a, okA := h.History.View(q.Get("a"))
+	b, okB := h.History.View(q.Get("b"))
 	if !okA || !okB {
 		http.Error(w, "compare: pick two runs that exist: /compare?a=<run id>&b=<run id>", http.StatusNotFound)
 		return
@@ -145,15 +145,15 @@ func (h *handlers) comparePage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(comparePage(a, b)).ServeHTTP(w, r)
 }
 
-func (h *handlers) poolPage(w http.ResponseWriter, r *http.Request) {
+func (h pages) poolPage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(poolPage(h.Runs.Engines())).ServeHTTP(w, r)
 }
 
-func (h *handlers) livePage(w http.ResponseWriter, r *http.Request) {
+func (h pages) livePage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(livePage()).ServeHTTP(w, r)
 }
 
-func (h *handlers) presenterPage(w http.ResponseWriter, r *http.Request) {
+func (h pages) presenterPage(w http.ResponseWriter, r *http.Request) {
 	templ.Handler(presenterPage()).ServeHTTP(w, r)
 }
 

@@ -163,7 +163,7 @@ func (h *handlers) mustJoin(next http.Handler) http.Handler {
 
 // apiJoin checks a join code and gives the participant its proof. Wrong
 // codes answer a second apart, as wrong presenter tokens do.
-func (h *handlers) apiJoin(w http.ResponseWriter, r *http.Request) {
+func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Code string `json:"code"`
 	}

@@ -37,25 +37,25 @@ type Runs interface {
 	// SubmitFrom queues a run for a participant at a client address; a
 	// refusal by a quota is a *workshop.QuotaError.
 	SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error)
-	// View is a run as it is now, or as it ended.
-	View(id string) (runner.RunView, bool)
-	// List is the history, newest first, at most limit runs; lab, if
-	// set, keeps that lab's.
-	List(lab string, limit int) []runner.RunView
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)
 	ClearQueue(why string) int
 	// UpdateLimits changes a running lane's limits.
 	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
-	// Feed is a run's live stream: its history, then each new message.
-	Feed(id string) (*hub.Hub, bool)
-	// Series is a spec's repeats, by its first run's id.
-	Series(id string) (workshop.SeriesView, bool)
 }
 
 // History is what the handlers need of the archive: runs as files.
 type History interface {
+	// View is a run as it is now, or as it ended.
+	View(id string) (runner.RunView, bool)
+	// List is the history, newest first, at most limit runs; lab, if
+	// set, keeps that lab's.
+	List(lab string, limit int) []runner.RunView
+	// Feed is a run's live stream: its history, then each new message.
+	Feed(id string) (*hub.Hub, bool)
+	// Series is a spec's repeats, by its first run's id.
+	Series(id string) (workshop.SeriesView, bool)
 	Export(id string) (workshop.Export, error)
 	Import(e workshop.Export) (string, error)
 	WriteCSV(w io.Writer, id string) error
@@ -118,6 +118,7 @@ func NewRouter(d Deps) http.Handler {
 		d.BodyTimeout = 15 * time.Second
 	}
 	h := &handlers{Deps: d}
+	a, p, ls := api{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(secureHeaders)
@@ -127,41 +128,41 @@ func NewRouter(d Deps) http.Handler {
 
 	// The live streams sit outside the timeout group: they last the run,
 	// or the workshop.
-	r.Get("/api/runs/{id}/live", h.live)
-	r.Get("/api/featured/live", h.featuredLive)
+	r.Get("/api/runs/{id}/live", ls.live)
+	r.Get("/api/featured/live", ls.featuredLive)
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
 		r.Use(h.bodyDeadline)
-		r.Get("/", h.home)
-		r.Get("/labs/{id}", h.labPage)
-		r.Get("/runs/{id}", h.runPage)
-		r.Get("/runs/{id}/results", h.resultsFragment)
-		r.Get("/series/{id}", h.seriesPage)
-		r.Get("/runs", h.historyPage)
-		r.Get("/compare", h.comparePage)
-		r.Get("/engines", h.poolPage)
-		r.Get("/live", h.livePage)
-		r.Get("/presenter", h.presenterPage)
+		r.Get("/", p.home)
+		r.Get("/labs/{id}", p.labPage)
+		r.Get("/runs/{id}", p.runPage)
+		r.Get("/runs/{id}/results", p.resultsFragment)
+		r.Get("/series/{id}", p.seriesPage)
+		r.Get("/runs", p.historyPage)
+		r.Get("/compare", p.comparePage)
+		r.Get("/engines", p.poolPage)
+		r.Get("/live", p.livePage)
+		r.Get("/presenter", p.presenterPage)
 		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
 
 		r.Route("/api", func(r chi.Router) {
-			r.Get("/host", h.apiHost)
-			r.Get("/engines", h.apiEngines)
-			r.Get("/labs", h.apiLabs)
-			r.Get("/runs", h.apiListRuns)
-			r.With(h.mustJoin).Post("/runs", h.apiCreateRun)
-			r.Get("/runs/{id}", h.apiGetRun)
-			r.Get("/series/{id}", h.apiSeries)
-			r.With(h.mustJoin).Post("/runs/{id}/stop", h.apiStopRun)
-			r.With(h.mustJoin).Post("/runs/{id}/lanes/{lane}/limits", h.apiUpdateLimits)
-			r.Get("/runs/{id}/export", h.apiExport)
-			r.With(h.mustJoin).Post("/runs/import", h.apiImport)
-			r.Post("/join", h.apiJoin)
-			r.Get("/featured", h.apiFeatured)
-			r.With(h.presenterOnly).Post("/runs/{id}/feature", h.apiFeature)
-			r.With(h.presenterOnly).Post("/queue/clear", h.apiClearQueue)
-			r.With(h.presenterOnly).Get("/presenter/check", h.apiPresenterCheck)
+			r.Get("/host", a.apiHost)
+			r.Get("/engines", a.apiEngines)
+			r.Get("/labs", a.apiLabs)
+			r.Get("/runs", a.apiListRuns)
+			r.With(h.mustJoin).Post("/runs", a.apiCreateRun)
+			r.Get("/runs/{id}", a.apiGetRun)
+			r.Get("/series/{id}", a.apiSeries)
+			r.With(h.mustJoin).Post("/runs/{id}/stop", a.apiStopRun)
+			r.With(h.mustJoin).Post("/runs/{id}/lanes/{lane}/limits", a.apiUpdateLimits)
+			r.Get("/runs/{id}/export", a.apiExport)
+			r.With(h.mustJoin).Post("/runs/import", a.apiImport)
+			r.Post("/join", a.apiJoin)
+			r.Get("/featured", a.apiFeatured)
+			r.With(h.presenterOnly).Post("/runs/{id}/feature", a.apiFeature)
+			r.With(h.presenterOnly).Post("/queue/clear", a.apiClearQueue)
+			r.With(h.presenterOnly).Get("/presenter/check", a.apiPresenterCheck)
 			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
 			})
@@ -173,6 +174,10 @@ func NewRouter(d Deps) http.Handler {
 	return r
 }
 
+// handlers are the router's shared state and its guards (the host, the
+// origin, the participant, the join code, the presenter); the handlers
+// proper are api's (the JSON API), pages' (the HTML pages) and streams'
+// (the websockets), each over the same state.
 type handlers struct {
 	Deps
 	failures  failureGate
@@ -180,6 +185,12 @@ type handlers struct {
 	imports   rateWindow
 	viewers   viewerCount
 }
+
+type (
+	api     struct{ *handlers }
+	pages   struct{ *handlers }
+	streams struct{ *handlers }
+)
 
 // LoopbackHosts are the Host names a loopback listener answers to.
 var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}

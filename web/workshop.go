@@ -95,13 +95,13 @@ func (h *handlers) mayControl(r *http.Request, id string) bool {
 // at 100 ms samples is about 40 MiB of JSON.
 const maxImportBytes = 64 << 20
 
-func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
+func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	format := r.URL.Query().Get("format")
 	if format == "" {
 		format = "json"
 	}
-	v, ok := h.Runs.View(id)
+	v, ok := h.History.View(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "run", "no such run")
 		return
@@ -137,7 +137,7 @@ func (h *handlers) apiExport(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
+func (h api) apiImport(w http.ResponseWriter, r *http.Request) {
 	if !h.imports.allow(participantOf(r), time.Now(), ImportsPerMinute) {
 		writeError(w, http.StatusTooManyRequests, "import", fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute))
 		return
@@ -162,7 +162,7 @@ func (h *handlers) apiImport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }
 
-func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
+func (h api) apiFeature(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if err := h.Featured.Feature(id); err != nil {
 		writeFailure(w, "run", err)
@@ -171,13 +171,13 @@ func (h *handlers) apiFeature(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"featured": id})
 }
 
-func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
+func (h api) apiFeatured(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.Featured.Current()
 	if !ok {
 		writeError(w, http.StatusNotFound, "featured", "no run is featured yet")
 		return
 	}
-	v, ok := h.Runs.View(id)
+	v, ok := h.History.View(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "featured", "the featured run is gone")
 		return
@@ -185,18 +185,18 @@ func (h *handlers) apiFeatured(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (h *handlers) apiClearQueue(w http.ResponseWriter, r *http.Request) {
+func (h api) apiClearQueue(w http.ResponseWriter, r *http.Request) {
 	n := h.Runs.ClearQueue("the presenter cleared the queue before this run started")
 	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
 }
 
-func (h *handlers) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
+func (h api) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"presenter": true, "join_code": h.JoinCode})
 }
 
 // featuredLive streams which run is featured: the current one on connect,
 // then each change, so /live follows the presenter without a reload.
-func (h *handlers) featuredLive(w http.ResponseWriter, r *http.Request) {
+func (h streams) featuredLive(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
 	if err != nil {
 		return

@@ -129,7 +129,7 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 	passed := 0
 	for k := range n {
 		start := time.Now()
-		r, err := mgr.Start(spec, plan)
+		r, err := mgr.Submit(spec, plan, "")
 		if err != nil {
 			return nil, 0, err
 		}

@@ -107,7 +107,7 @@ func TestIOWeightLab(t *testing.T) {
 	if errs != nil {
 		t.Fatalf("weights supported, and the lab is refused: %v", errs)
 	}
-	r, err := m.Start(spec, p)
+	r, err := m.Submit(spec, p, "")
 	if err != nil {
 		t.Fatal(err)
 	}

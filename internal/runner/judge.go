@@ -72,29 +72,27 @@ func (x *execution) phasesLocked() {
 	}
 }
 
-// expect recomputes every running lane's expected cores and publishes the
-// run: the prediction follows the run from each change on.
-func (r *Run) expect() {
-	h := r.env.Host.ModelHost()
-	r.update(func(s *runState) {
-		var running []*laneState
-		var demands []experiments.CPUDemand
-		for i, l := range s.lanes {
+// expect recomputes every running lane's expected cores from the lanes of
+// plan running now and their limits, on host h: the prediction follows the
+// run from each change on. Run.mu is held; the caller publishes the run.
+func (s *runState) expect(plan experiments.Plan, h experiments.ModelHost) {
+	var running []*laneState
+	var demands []experiments.CPUDemand
+	for i, l := range s.lanes {
+		l.expected = nil
+		if l.state == LaneRunning && l.applied != nil {
+			running = append(running, l)
+			demands = append(demands, experiments.DemandOn(plan.Lanes[i].Workload, *l.applied, h))
+		}
+	}
+	for k, c := range experiments.Allot(demands, h.NCPU) {
+		running[k].expected = &c
+	}
+	for i, l := range s.lanes {
+		if plan.Lanes[i].Workload.Kind == experiments.KindMem {
 			l.expected = nil
-			if l.state == LaneRunning && l.applied != nil {
-				running = append(running, l)
-				demands = append(demands, experiments.DemandOn(r.plan.Lanes[i].Workload, *l.applied, h))
-			}
 		}
-		for k, c := range experiments.Allot(demands, h.NCPU) {
-			running[k].expected = &c
-		}
-		for i, l := range s.lanes {
-			if r.plan.Lanes[i].Workload.Kind == experiments.KindMem {
-				l.expected = nil
-			}
-		}
-	})
+	}
 }
 
 // judgeLocked puts the model's prediction beside each lane's measurement

@@ -73,7 +73,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		}
 		l.state, l.startedAt = LaneRunning, started
 	})
-	r.expect()
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 
 	lctx, lcancel := context.WithCancel(wctx)
 	defer lcancel()
@@ -138,7 +138,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	}
 	l.reader, l.progress = nil, nil
 	r.mu.Unlock()
-	r.expect()
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 }
 
 // awaitStartAt waits for lane i's phase to begin, if it begins later in

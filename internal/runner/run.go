@@ -94,17 +94,13 @@ type Run struct {
 	plan        experiments.Plan
 	host        string // the host in a few words, as the run records it
 	engine      string // the pool's engine it runs on, once assigned
-	recorder    Recorder
 	statsNote   string
 	interval    time.Duration
 	bounds      []float64 // the plan's phase bounds
-	steps       []experiments.ResolvedStep
-	series      *Series // set before the run is shared; nil for a run alone
+	series      *Series   // set before the run is shared; nil for a run alone
 	hub         *hub.Hub
+	pub         *publisher
 	done        chan struct{}
-
-	// pubMu keeps the hub's order and the recorder's the same.
-	pubMu sync.Mutex
 
 	mu     sync.Mutex
 	st     runState
@@ -113,8 +109,9 @@ type Run struct {
 
 // New makes a queued run of a validated plan.
 func New(env *Env, id, participant string, spec experiments.Spec, plan experiments.Plan) *Run {
-	r := &Run{env: env, recorder: env.Recorder, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
+	r := &Run{env: env, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
 		interval: env.interval(), bounds: plan.PhaseBounds(), hub: hub.New(0), done: make(chan struct{})}
+	r.pub = &publisher{id: id, hub: r.hub, recorder: env.Recorder}
 	if plan.Interval > 0 {
 		r.interval = plan.Interval
 	}
@@ -125,7 +122,7 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 	for range plan.Lanes {
 		r.st.lanes = append(r.st.lanes, &laneState{state: LanePending})
 	}
-	r.initSteps()
+	r.st.guide = newGuide(plan)
 	return r
 }
 
@@ -196,28 +193,11 @@ func (r *Run) publishView() {
 	r.mu.Lock()
 	v := r.viewLocked()
 	r.mu.Unlock()
-	r.publish(Message{Type: KindRun, Run: &v})
-}
-
-func (r *Run) publish(m Message) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	r.pubMu.Lock()
-	defer r.pubMu.Unlock()
-	r.hub.Publish(b)
-	if r.recorder != nil {
-		r.recorder.Record(r.id, b)
-	}
+	r.pub.publish(Message{Type: KindRun, Run: &v})
 }
 
 // save writes the run's row.
-func (r *Run) save() {
-	if r.recorder != nil {
-		r.recorder.Save(r.View(), r.participant)
-	}
-}
+func (r *Run) save() { r.pub.save(r.View(), r.participant) }
 
 // Announce publishes and records a run just made, before it is queued.
 func (r *Run) Announce() {
@@ -299,4 +279,32 @@ func (r *Run) AddEvent(ev engine.Event) {
 	}
 	r.mu.Unlock()
 	r.publishView()
+}
+
+// publisher sends a run's messages to its live viewers and to its
+// recorder, in one order for both, and saves its row.
+type publisher struct {
+	id       string
+	hub      *hub.Hub
+	recorder Recorder // nil: kept in memory only
+	mu       sync.Mutex
+}
+
+func (p *publisher) publish(m Message) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hub.Publish(b)
+	if p.recorder != nil {
+		p.recorder.Record(p.id, b)
+	}
+}
+
+func (p *publisher) save(v RunView, participant string) {
+	if p.recorder != nil {
+		p.recorder.Save(v, participant)
+	}
 }

@@ -115,10 +115,10 @@ func (x *execution) sampleOnce(now time.Time) {
 		}
 		l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	}
-	moved := len(batch) > 0 && r.advanceSteps(now.Sub(start).Seconds())
+	moved := len(batch) > 0 && r.st.guide.advance(r.st.lanes, now.Sub(start).Seconds())
 	r.mu.Unlock()
 	if len(batch) > 0 {
-		r.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
+		r.pub.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
 	}
 	if moved {
 		r.publishView()

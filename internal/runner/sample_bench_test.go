@@ -50,7 +50,7 @@ func BenchmarkContainerSample(b *testing.B) {
 	}
 	spec.WriteString("]}")
 	sp, p := enginetest.Plan(b, m, spec.String())
-	r, err := m.Start(sp, p)
+	r, err := m.Submit(sp, p, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -59,7 +59,7 @@ type runState struct {
 	changes   []ChangeRecord
 	events    []EventRecord
 	verdict   *experiments.Verdict
-	steps     []stepState
+	guide     guide
 	jitter    jitter // the samples' interval errors
 }
 

@@ -43,39 +43,46 @@ type StepView struct {
 	DoneAt float64 `json:"done_at,omitempty"`
 }
 
-// initSteps readies a guided run's steps: the first is active from the
-// start.
-func (r *Run) initSteps() {
-	r.steps = experiments.ResolveSteps(r.plan.Steps, r.plan)
-	r.st.steps = make([]stepState, len(r.steps))
-	for i := range r.st.steps {
-		r.st.steps[i].state = StepWaiting
-	}
-	if len(r.st.steps) > 0 {
-		r.st.steps[0].state = StepActive
-	}
+// guide is a guided lab's steps as resolved against the plan, and where
+// each is; it lives in the run's state, guarded by Run.mu.
+type guide struct {
+	steps  []experiments.ResolvedStep
+	states []stepState
 }
 
-// advanceSteps evaluates the active step on the samples so far, at run
+// newGuide readies a guided run's steps: the first is active from the
+// start.
+func newGuide(plan experiments.Plan) guide {
+	g := guide{steps: experiments.ResolveSteps(plan.Steps, plan)}
+	g.states = make([]stepState, len(g.steps))
+	for i := range g.states {
+		g.states[i].state = StepWaiting
+	}
+	if len(g.states) > 0 {
+		g.states[0].state = StepActive
+	}
+	return g
+}
+
+// advance evaluates the active step on the lanes' samples so far, at run
 // time now, ticking it and activating the next while their checks hold.
-// It says whether any step's state, window or result changed. r.mu is
-// held.
-func (r *Run) advanceSteps(now float64) bool {
+// It says whether any step's state, window or result changed.
+func (g *guide) advance(lanes []*laneState, now float64) bool {
 	moved := false
-	for k := range r.st.steps {
-		st := &r.st.steps[k]
+	for k := range g.states {
+		st := &g.states[k]
 		if st.state == StepDone {
 			continue
 		}
 		if st.state == StepWaiting {
 			st.state, st.since, moved = StepActive, now, true
 		}
-		rs := r.steps[k]
+		rs := g.steps[k]
 		if rs.ChangeLane >= 0 && !st.changed {
 			return moved // waiting for the participant's change
 		}
 		if rs.Check != nil {
-			lane := r.st.lanes[rs.CheckLane]
+			lane := lanes[rs.CheckLane]
 			full, value, holds := rs.Check.Eval(lane.samples, st.since, lane.state.Over())
 			if full != st.full || holds != st.holds {
 				moved = true
@@ -90,29 +97,28 @@ func (r *Run) advanceSteps(now float64) bool {
 	return moved
 }
 
-// stepChanged notes a live change of a lane at run time at: the active
-// step's change is made if the lane's limits now include it, and its
-// check counts samples from then on; a step with no check is done at
-// once. r.mu is held.
-func (r *Run) stepChanged(lane int, applied experiments.Resources, at float64) {
-	for k := range r.st.steps {
-		st := &r.st.steps[k]
+// changed notes a live change of a lane at run time at: the active step's
+// change is made if the lane's limits now include it, and its check counts
+// samples from then on; a step with no check is done at once.
+func (g *guide) changed(lanes []*laneState, lane int, applied experiments.Resources, at float64) {
+	for k := range g.states {
+		st := &g.states[k]
 		if st.state != StepActive {
 			continue
 		}
-		if rs := r.steps[k]; rs.ChangeLane == lane && !st.changed && rs.Made(applied) {
+		if rs := g.steps[k]; rs.ChangeLane == lane && !st.changed && rs.Made(applied) {
 			st.changed, st.since = true, at
-			r.advanceSteps(at)
+			g.advance(lanes, at)
 		}
 		return
 	}
 }
 
-// stepViews are the steps for the view. r.mu is held.
-func (r *Run) stepViews() []StepView {
-	out := viewsOf(r.steps)
+// views are the steps for the run's view.
+func (g *guide) views() []StepView {
+	out := viewsOf(g.steps)
 	for k := range out {
-		st := r.st.steps[k]
+		st := g.states[k]
 		out[k].Changed, out[k].State, out[k].Full, out[k].Holds, out[k].Value, out[k].DoneAt = st.changed, st.state, st.full, st.holds, st.value, st.doneAt
 	}
 	return out

@@ -17,19 +17,18 @@ var (
 	ErrLaneNotRunning = errors.New("the lane is not running: limits change only while it runs")
 )
 
-// LaneLimits is what a lane asked for and what the engine applies to it
-// now, for checking a live change before it is made.
-func (r *Run) LaneLimits(lane int) (requested, applied experiments.Resources, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if lane < 0 || lane >= len(r.st.lanes) {
+// laneLimits is what a lane of plan asked for and what the engine applies
+// to it now, for checking a live change before it is made. Run.mu is
+// held.
+func (s *runState) laneLimits(plan experiments.Plan, lane int) (requested, applied experiments.Resources, err error) {
+	if lane < 0 || lane >= len(s.lanes) {
 		return requested, applied, ErrNoLane
 	}
-	l := r.st.lanes[lane]
+	l := s.lanes[lane]
 	if l.state != LaneRunning || l.applied == nil {
 		return requested, applied, ErrLaneNotRunning
 	}
-	return r.plan.Lanes[lane].Resources, *l.applied, nil
+	return plan.Lanes[lane].Resources, *l.applied, nil
 }
 
 // Resources are the lanes' limits now: what the engine applied, where a
@@ -55,7 +54,9 @@ func (r *Run) Resources() []experiments.Resources {
 // leaves the lane as it was; the returned experiments.Errors say why, in
 // the engine's words where it gave them.
 func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after experiments.Resources) error) (ChangeRecord, error) {
-	requested, current, err := r.LaneLimits(lane)
+	r.mu.Lock()
+	requested, current, err := r.st.laneLimits(r.plan, lane)
+	r.mu.Unlock()
 	if err != nil {
 		return ChangeRecord{}, err
 	}
@@ -112,8 +113,8 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		l.kernel = kernel
 	}
 	r.st.changes = append(r.st.changes, rec)
-	r.stepChanged(lane, applied, rec.AtSeconds)
+	r.st.guide.changed(r.st.lanes, lane, applied, rec.AtSeconds)
 	r.mu.Unlock()
-	r.expect()
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 	return rec, nil
 }

@@ -156,7 +156,7 @@ func (r *Run) viewLocked() RunView {
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
-		Steps: r.stepViews(), Series: r.series, Sampling: s.jitter.view(r.interval),
+		Steps: s.guide.views(), Series: r.series, Sampling: s.jitter.view(r.interval),
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()

@@ -24,7 +24,7 @@ const fakeSpec = `{"name": "fake", "mode": "parallel", "duration": "10s",
 
 func fakeManager(t *testing.T, fake *enginefake.Engine, opts workshop.Options) *workshop.Manager {
 	t.Helper()
-	opts.Host = fake.Host()
+	opts.Host = enginefake.HostOf(fake)
 	if opts.Quotas == nil {
 		opts.Quotas = &workshop.Quotas{}
 	}
@@ -164,7 +164,7 @@ func TestFakeStopWhileCreating(t *testing.T) {
 func TestFakeShutdownDuringSubmit(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = time.Minute
-	m := workshop.NewManager(fake, workshop.Options{Host: fake.Host(), Quotas: &workshop.Quotas{}, MaxRunning: 2})
+	m := workshop.NewManager(fake, workshop.Options{Host: enginefake.HostOf(fake), Quotas: &workshop.Quotas{}, MaxRunning: 2})
 	var mu sync.Mutex
 	var runs []*runner.Run
 	var wg sync.WaitGroup
@@ -244,7 +244,7 @@ func TestFakeImportChecks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import of a planted file: %v", err)
 	}
-	v, _ := m.View(id)
+	v, _ := m.Archive().View(id)
 	if l := v.Lanes[0]; strings.Contains(l.DockerRun, "privileged") || !strings.Contains(l.DockerRun, "--cpus 0.5") {
 		t.Errorf("docker run taken from the file: %q", l.DockerRun)
 	}
@@ -254,7 +254,7 @@ func TestFakeImportChecks(t *testing.T) {
 	if v.CreatedAt.After(time.Now()) {
 		t.Errorf("created at %s, in the future", v.CreatedAt)
 	}
-	feed, _ := m.Feed(id)
+	feed, _ := m.Archive().Feed(id)
 	for _, msg := range feed.History() {
 		if strings.Contains(string(msg), "evil") {
 			t.Errorf("a field this server does not know was stored: %s", msg)

@@ -41,8 +41,10 @@ type Archive struct {
 	st    *store.Store // nil: no history beyond memory
 	log   *slog.Logger
 	cache *streamCache
-	// live finds a run still in the manager's memory.
-	live func(id string) (*runner.Run, bool)
+	// live finds a run still in the manager's memory; inMemory lists
+	// them, oldest first.
+	live     func(id string) (*runner.Run, bool)
+	inMemory func() []*runner.Run
 }
 
 // view is an ended run's view from the store.
@@ -215,4 +217,69 @@ func Summary(v runner.RunView) string {
 		parts = append(parts, l.Name+": "+fig)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// View is a run as it is now, or as it ended, without its stream.
+func (a *Archive) View(id string) (runner.RunView, bool) {
+	if r, ok := a.live(id); ok {
+		return r.View(), true
+	}
+	return a.view(id)
+}
+
+// Feed is the live fan-out of a run; an ended run's is closed and holds
+// its whole stream.
+func (a *Archive) Feed(id string) (*hub.Hub, bool) {
+	if r, ok := a.live(id); ok {
+		return r.Hub(), true
+	}
+	s, err := a.load(id)
+	if err != nil {
+		return nil, false
+	}
+	return s.hub, true
+}
+
+// MaxList bounds the runs List returns.
+const MaxList = 500
+
+// List returns at most limit runs (MaxList if limit is out of range),
+// newest first; lab, if set, keeps that lab's.
+func (a *Archive) List(lab string, limit int) []runner.RunView {
+	if limit <= 0 || limit > MaxList {
+		limit = MaxList
+	}
+	live := a.inMemory()
+	byID := map[string]*runner.Run{}
+	for _, r := range live {
+		byID[r.ID()] = r
+	}
+	var out []runner.RunView
+	if a.st != nil {
+		stored, err := a.list(lab, limit)
+		if err != nil {
+			a.log.Error("history", slog.Any("err", err))
+		}
+		for _, v := range stored {
+			if r, ok := byID[v.ID]; ok {
+				v = r.View()
+				delete(byID, v.ID)
+			}
+			out = append(out, v)
+		}
+	}
+	// Runs in memory that the store does not list (no store, or not yet
+	// written): newest first, before the stored ones.
+	var fresh []runner.RunView
+	for i := len(live) - 1; i >= 0; i-- {
+		r := live[i]
+		if _, ok := byID[r.ID()]; ok && (lab == "" || r.Plan().Lab == lab) {
+			fresh = append(fresh, r.View())
+		}
+	}
+	out = append(append([]runner.RunView{}, fresh...), out...) // [] on the wire, never null
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 )
@@ -102,10 +101,12 @@ type entry struct {
 	round int
 }
 
-// Manager queues, runs and remembers experiments.
+// Manager queues, runs and remembers experiments. Its engines are its
+// Pool's (Host, Validate and Engines are the pool's), its history its
+// Archive's.
 type Manager struct {
+	*Pool
 	env  *runner.Env // what a run is made with; placing it gives it its engine's
-	pool []*poolEngine
 	opts Options
 	log  *slog.Logger
 
@@ -162,13 +163,14 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 			return nil, false
 		}
 		return e.run, true
-	}}
-	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.View(id); return ok })
+	}, inMemory: m.inMemory}
+	m.Pool = &Pool{mu: &m.mu, opts: &m.opts, log: m.log, ctx: ctx, wg: &m.wg, onEvent: m.onEvent, cameUp: m.schedule}
+	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.archive.View(id); return ok })
 	m.archive.recover(m.featured)
 	if opts.Pool == nil {
 		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
 			state: EngineReady, env: env, running: map[*entry]bool{}}
-		m.pool = []*poolEngine{one}
+		m.engines = []*poolEngine{one}
 		m.wg.Add(1)
 		// The event watcher lives as long as the manager.
 		go func() {
@@ -178,11 +180,11 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 		return m
 	}
 	for _, pe := range opts.Pool {
-		m.pool = append(m.pool, &poolEngine{PoolEngine: pe, capacity: 1, state: EnginePreparing, running: map[*entry]bool{}})
+		m.engines = append(m.engines, &poolEngine{PoolEngine: pe, capacity: 1, state: EnginePreparing, running: map[*entry]bool{}})
 	}
 	m.probeAll(ctx)
 	m.wg.Add(1)
-	go m.prober() // lives until Shutdown
+	go m.Pool.run() // lives until Shutdown
 	return m
 }
 
@@ -212,19 +214,6 @@ func ReapLeftovers(ctx context.Context, eng engine.Engine, st *store.Store, inst
 	return nil
 }
 
-// Host is what the manager knows of the engine's host; in a pool, the
-// first engine's that is up (Options.Host while none is).
-func (m *Manager) Host() engine.HostInfo {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, pe := range m.pool {
-		if pe.env != nil && !pe.state.prepares() {
-			return pe.env.Host
-		}
-	}
-	return m.opts.Host
-}
-
 // onEvent marks an engine event on the lane of the run in memory it
 // belongs to.
 func (m *Manager) onEvent(ev engine.Event) {
@@ -244,25 +233,17 @@ func (m *Manager) live(id string) (*entry, bool) {
 	return e, ok
 }
 
-// View is a run as it is now, or as it ended, without its stream.
-func (m *Manager) View(id string) (runner.RunView, bool) {
-	if e, ok := m.live(id); ok {
-		return e.run.View(), true
+// inMemory are the runs in memory, oldest first: queued, running, and
+// ended ones the store does not have whole yet (all of them without a
+// store).
+func (m *Manager) inMemory() []*runner.Run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*runner.Run, len(m.order))
+	for i, e := range m.order {
+		out[i] = e.run
 	}
-	return m.archive.view(id)
-}
-
-// Feed is the live fan-out of a run; an ended run's is closed and holds
-// its whole stream.
-func (m *Manager) Feed(id string) (*hub.Hub, bool) {
-	if e, ok := m.live(id); ok {
-		return e.run.Hub(), true
-	}
-	s, err := m.archive.load(id)
-	if err != nil {
-		return nil, false
-	}
-	return s.hub, true
+	return out
 }
 
 // Owner is the participant who submitted a run in memory.
@@ -272,52 +253,6 @@ func (m *Manager) Owner(id string) (string, bool) {
 		return "", false
 	}
 	return e.run.Participant(), true
-}
-
-// MaxList bounds the runs List returns.
-const MaxList = 500
-
-// List returns at most limit runs (MaxList if limit is out of range),
-// newest first; lab, if set, keeps that lab's.
-func (m *Manager) List(lab string, limit int) []runner.RunView {
-	if limit <= 0 || limit > MaxList {
-		limit = MaxList
-	}
-	m.mu.Lock()
-	live := append([]*entry(nil), m.order...)
-	m.mu.Unlock()
-	byID := map[string]*runner.Run{}
-	for _, e := range live {
-		byID[e.run.ID()] = e.run
-	}
-	var out []runner.RunView
-	if m.opts.Store != nil {
-		stored, err := m.archive.list(lab, limit)
-		if err != nil {
-			m.log.Error("history", slog.Any("err", err))
-		}
-		for _, v := range stored {
-			if r, ok := byID[v.ID]; ok {
-				v = r.View()
-				delete(byID, v.ID)
-			}
-			out = append(out, v)
-		}
-	}
-	// Runs in memory that the store does not list (no store, or not yet
-	// written): newest first, before the stored ones.
-	var fresh []runner.RunView
-	for i := len(live) - 1; i >= 0; i-- {
-		r := live[i].run
-		if _, ok := byID[r.ID()]; ok && (lab == "" || r.Plan().Lab == lab) {
-			fresh = append(fresh, r.View())
-		}
-	}
-	out = append(append([]runner.RunView{}, fresh...), out...) // [] on the wire, never null
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
 }
 
 func newID() string {

@@ -31,6 +31,22 @@ const (
 	ProbeTimeout = 10 * time.Second
 )
 
+// Pool is the manager's engines: each engine's state and its
+// transitions, the probes, what the API shows of them, and which engine a
+// run may be placed on. Its engines' fields are guarded by mu, the
+// manager's lock, which the queue holds while it places runs; the pool's
+// own fields are set once.
+type Pool struct {
+	mu      *sync.Mutex
+	engines []*poolEngine
+	opts    *Options
+	log     *slog.Logger
+	ctx     context.Context // the manager's: cancelled by Shutdown
+	wg      *sync.WaitGroup // the manager's: its goroutines are waited for
+	onEvent func(engine.Event)
+	cameUp  func() // an engine came up: the queue may place runs
+}
+
 // poolEngine is an engine of the manager's: the one engine of a server
 // without a pool, or one of a pool's. Its fields after the first are m.mu's.
 type poolEngine struct {
@@ -50,10 +66,10 @@ type poolEngine struct {
 
 // fireLocked moves pe to its next state on ev, logging the change; why is
 // the error that came with it, if any. m.mu is held.
-func (m *Manager) fireLocked(pe *poolEngine, ev engineEvent, why string) {
+func (p *Pool) fireLocked(pe *poolEngine, ev engineEvent, why string) {
 	next, ok := transition(pe.state, ev)
 	if !ok {
-		m.log.Error("engine: event out of place", slog.String("engine", pe.Name), slog.String("state", string(pe.state)), slog.String("event", string(ev)))
+		p.log.Error("engine: event out of place", slog.String("engine", pe.Name), slog.String("state", string(pe.state)), slog.String("event", string(ev)))
 		return
 	}
 	if why != "" {
@@ -64,7 +80,7 @@ func (m *Manager) fireLocked(pe *poolEngine, ev engineEvent, why string) {
 	if next == pe.state {
 		return
 	}
-	log := m.log.With(slog.String("engine", pe.Name), slog.String("from", string(pe.state)), slog.String("to", string(next)), slog.String("event", string(ev)))
+	log := p.log.With(slog.String("engine", pe.Name), slog.String("from", string(pe.state)), slog.String("to", string(next)), slog.String("event", string(ev)))
 	switch {
 	case why != "" && (next == EngineLost || next == EngineUnresponsive):
 		log.Warn("engine state", slog.String("why", why))
@@ -92,11 +108,11 @@ type EngineView struct {
 }
 
 // Engines is the pool as it is now, in the order it was given.
-func (m *Manager) Engines() []EngineView {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]EngineView, 0, len(m.pool))
-	for _, pe := range m.pool {
+func (p *Pool) Engines() []EngineView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]EngineView, 0, len(p.engines))
+	for _, pe := range p.engines {
 		v := EngineView{Name: pe.Name, Address: pe.Address, State: pe.state, Up: pe.state.takesRuns(), Error: pe.err, ProbedAt: pe.probedAt, Running: []string{}}
 		if pe.env != nil {
 			h := pe.env.Host.View()
@@ -118,19 +134,19 @@ func (m *Manager) Engines() []EngineView {
 // reaps this server's containers there. A probe that fails or takes longer
 // than Options.ProbeTimeout while a run is on the engine leaves the run
 // be. It returns whether the engine came up. m.mu is not held.
-func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
+func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	m.mu.Lock()
+	p.mu.Lock()
 	state, env := pe.state, pe.env
-	m.mu.Unlock()
+	p.mu.Unlock()
 	if !state.prepares() {
-		ev, why := m.ask(ctx, pe, env.Host)
-		m.mu.Lock()
+		ev, why := p.ask(ctx, pe, env.Host)
+		p.mu.Lock()
 		pe.probedAt = time.Now().UTC()
-		m.fireLocked(pe, ev, why)
+		p.fireLocked(pe, ev, why)
 		state = pe.state // its run may have ended meanwhile
-		m.mu.Unlock()
+		p.mu.Unlock()
 		if !state.prepares() {
 			return false
 		}
@@ -138,27 +154,27 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 	// No run is on it, and none is placed while it is made ready.
 	host, image, err := pe.Prepare(ctx)
 	if err == nil {
-		err = m.reapOrphans(ctx, pe)
+		err = p.reapOrphans(ctx, pe)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pe.probedAt = time.Now().UTC()
 	if err != nil {
-		m.fireLocked(pe, evPrepareFailed, err.Error())
+		p.fireLocked(pe, evPrepareFailed, err.Error())
 		return false
 	}
-	pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: m.opts.Instance, Interval: m.opts.Interval, Host: host, Log: m.log.With(slog.String("engine", pe.Name))}
-	if m.opts.Store != nil {
-		pe.env.Recorder = recorder{m.opts.Store}
+	pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, Log: p.log.With(slog.String("engine", pe.Name))}
+	if p.opts.Store != nil {
+		pe.env.Recorder = recorder{p.opts.Store}
 	}
-	m.fireLocked(pe, evPrepared, "")
-	m.log.Info("engine joined the pool", slog.String("engine", pe.Name), slog.String("host", host.Describe()))
+	p.fireLocked(pe, evPrepared, "")
+	p.log.Info("engine joined the pool", slog.String("engine", pe.Name), slog.String("host", host.Describe()))
 	pe.watch.Do(func() {
-		m.wg.Add(1)
+		p.wg.Add(1)
 		// The event watcher lives as long as the manager.
 		go func() {
-			defer m.wg.Done()
-			engine.Watch(m.ctx, pe.Engine, m.log, m.onEvent)
+			defer p.wg.Done()
+			engine.Watch(p.ctx, pe.Engine, p.log, p.onEvent)
 		}()
 	})
 	return true
@@ -167,8 +183,8 @@ func (m *Manager) probe(ctx context.Context, pe *poolEngine) bool {
 // ask probes an engine's host within Options.ProbeTimeout and says what
 // happened: it answered as the host it was made ready on, as another, or
 // not in time.
-func (m *Manager) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) (engineEvent, string) {
-	timeout := m.opts.ProbeTimeout
+func (p *Pool) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) (engineEvent, string) {
+	timeout := p.opts.ProbeTimeout
 	if timeout <= 0 {
 		timeout = ProbeTimeout
 	}
@@ -179,7 +195,7 @@ func (m *Manager) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) 
 		return evSilent, err.Error()
 	}
 	if a, b := was.Identity(), now.Identity(); a != b {
-		m.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", a), slog.String("is", b))
+		p.log.Warn("engine changed", slog.String("engine", pe.Name), slog.String("was", a), slog.String("is", b))
 		return evHostChanged, ""
 	}
 	return evAnswered, ""
@@ -187,18 +203,18 @@ func (m *Manager) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) 
 
 // reapOrphans removes the containers of the runs the engine's going away
 // interrupted, now that it answers.
-func (m *Manager) reapOrphans(ctx context.Context, pe *poolEngine) error {
-	m.mu.Lock()
+func (p *Pool) reapOrphans(ctx context.Context, pe *poolEngine) error {
+	p.mu.Lock()
 	ids := pe.orphans
-	m.mu.Unlock()
+	p.mu.Unlock()
 	for _, id := range ids {
-		if _, err := engine.Reap(ctx, pe.Engine, id, m.log); err != nil {
+		if _, err := engine.Reap(ctx, pe.Engine, id, p.log); err != nil {
 			return err
 		}
 	}
-	m.mu.Lock()
+	p.mu.Lock()
 	pe.orphans = pe.orphans[len(ids):]
-	m.mu.Unlock()
+	p.mu.Unlock()
 	return nil
 }
 
@@ -206,40 +222,41 @@ func (m *Manager) reapOrphans(ctx context.Context, pe *poolEngine) error {
 // engine's going away (in a pool), which takes the engine out until it
 // answers, or otherwise, which frees it once no run is left on it. m.mu
 // is held.
-func (m *Manager) endedLocked(e *entry) {
+func (p *Pool) endedLocked(e *entry) {
 	pe := e.engine
 	if pe == nil {
 		return
 	}
 	delete(pe.running, e)
-	if v := e.run.View(); m.opts.Pool != nil && v.State == runner.StateInterrupted {
+	if v := e.run.View(); p.opts.Pool != nil && v.State == runner.StateInterrupted {
 		pe.orphans = append(pe.orphans, v.ID)
-		m.fireLocked(pe, evRunLost, v.Error)
+		p.fireLocked(pe, evRunLost, v.Error)
 		return
 	}
 	if len(pe.running) == 0 {
-		m.fireLocked(pe, evRunsEnded, "")
+		p.fireLocked(pe, evRunsEnded, "")
 	}
 }
 
 // probeAll probes every engine at once and schedules if one came up.
-func (m *Manager) probeAll(ctx context.Context) {
+func (p *Pool) probeAll(ctx context.Context) {
 	var wg sync.WaitGroup
-	came := make([]bool, len(m.pool))
-	for i, pe := range m.pool {
+	came := make([]bool, len(p.engines))
+	for i, pe := range p.engines {
 		wg.Add(1)
-		go func() { defer wg.Done(); came[i] = m.probe(ctx, pe) }()
+		go func() { defer wg.Done(); came[i] = p.probe(ctx, pe) }()
 	}
 	wg.Wait()
 	if slices.Contains(came, true) {
-		m.schedule()
+		p.cameUp()
 	}
 }
 
-// prober probes the pool every Options.ProbeEvery until the manager shuts down.
-func (m *Manager) prober() {
-	defer m.wg.Done()
-	every := m.opts.ProbeEvery
+// run probes the pool every Options.ProbeEvery until the manager shuts
+// down.
+func (p *Pool) run() {
+	defer p.wg.Done()
+	every := p.opts.ProbeEvery
 	if every <= 0 {
 		every = ProbeEvery
 	}
@@ -247,20 +264,20 @@ func (m *Manager) prober() {
 	defer t.Stop()
 	for {
 		select {
-		case <-m.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			m.probeAll(m.ctx)
+			p.probeAll(p.ctx)
 		}
 	}
 }
 
-// engineForLocked is the engine e is to run on now: the first in the
+// placeLocked is the engine e is to run on now: the first in the
 // pool's order that is up, has room, holds e within the host quotas beside
 // its running runs, can run e's spec (its limits and CPUs) and samples the
 // signals its verdict compares; nil if none. m.mu is held.
-func (m *Manager) engineForLocked(e *entry) *poolEngine {
-	for _, pe := range m.pool {
+func (p *Pool) placeLocked(e *entry) *poolEngine {
+	for _, pe := range p.engines {
 		if !pe.state.takesRuns() || len(pe.running) >= pe.capacity {
 			continue
 		}
@@ -268,10 +285,10 @@ func (m *Manager) engineForLocked(e *entry) *poolEngine {
 		for o := range pe.running {
 			inUse = inUse.plus(o.ask)
 		}
-		if checkLimits("host", e.run.Plan(), e.ask, inUse, m.opts.Quotas.Host) != nil {
+		if checkLimits("host", e.run.Plan(), e.ask, inUse, p.opts.Quotas.Host) != nil {
 			continue
 		}
-		if _, ok := e.planOn(pe); !ok || !m.judgedOnLocked(e, pe) {
+		if _, ok := e.planOn(pe); !ok || !p.judgedOnLocked(e, pe) {
 			continue
 		}
 		return pe
@@ -283,7 +300,7 @@ func (m *Manager) engineForLocked(e *entry) *poolEngine {
 // they carry every signal it compares. Where no engine of the pool that
 // is up carries them, any engine will do, and the run's verdict says why
 // it was not judged, as on a single engine. m.mu is held.
-func (m *Manager) judgedOnLocked(e *entry, pe *poolEngine) bool {
+func (p *Pool) judgedOnLocked(e *entry, pe *poolEngine) bool {
 	spec := e.run.Plan().JudgedBy()
 	if spec == nil || len(spec.Needs()) == 0 {
 		return true
@@ -295,7 +312,7 @@ func (m *Manager) judgedOnLocked(e *entry, pe *poolEngine) bool {
 	if carries(pe.env.Host) {
 		return true
 	}
-	for _, o := range m.pool {
+	for _, o := range p.engines {
 		if o.state.takesRuns() && carries(o.env.Host) {
 			return false // wait for one that can judge it
 		}
@@ -332,10 +349,10 @@ type fit struct {
 // engine's. Without a pool it is the one engine's validation. The plan it
 // returns is for the quotas and the page until the run is placed; the run
 // carries out the plan of the engine it is placed on.
-func (m *Manager) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
-	hosts := m.readyHosts()
+func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
+	hosts := p.readyHosts()
 	if len(hosts) == 0 {
-		return experiments.Validate(spec, m.opts.Host.Experiments())
+		return experiments.Validate(spec, p.opts.Host.Experiments())
 	}
 	var first experiments.Errors
 	for i, h := range hosts {
@@ -352,14 +369,23 @@ func (m *Manager) Validate(spec experiments.Spec) (experiments.Plan, experiments
 
 // readyHosts are the hosts of the engines that are made ready, in the
 // pool's order.
-func (m *Manager) readyHosts() []engine.HostInfo {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (p *Pool) readyHosts() []engine.HostInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var hosts []engine.HostInfo
-	for _, pe := range m.pool {
+	for _, pe := range p.engines {
 		if pe.env != nil && !pe.state.prepares() {
 			hosts = append(hosts, pe.env.Host)
 		}
 	}
 	return hosts
+}
+
+// Host is what the pool knows of the engine's host; in a pool, the first
+// engine's that is made ready (Options.Host while none is).
+func (p *Pool) Host() engine.HostInfo {
+	if hosts := p.readyHosts(); len(hosts) > 0 {
+		return hosts[0]
+	}
+	return p.opts.Host
 }

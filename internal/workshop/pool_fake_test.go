@@ -169,7 +169,7 @@ func TestFakePoolPlacesByTheSignalsAVerdictNeeds(t *testing.T) {
 		f.Runtime = 200 * time.Millisecond
 	}
 	blindPrepare := func(context.Context) (engine.HostInfo, string, error) {
-		h := blind.Host()
+		h := enginefake.HostOf(blind)
 		h.Samples.Missing = append(h.Samples.Missing, engine.Missing{Signal: engine.SignalCPU, Why: "a host that cannot see CPU time"})
 		return h, "limitlab-workload:fake", nil
 	}

@@ -100,8 +100,8 @@ type SeriesRun struct {
 }
 
 // Series is the series with the given id, as its runs are now.
-func (m *Manager) Series(id string) (SeriesView, bool) {
-	first, ok := m.View(id)
+func (a *Archive) Series(id string) (SeriesView, bool) {
+	first, ok := a.View(id)
 	if !ok || first.Series == nil || first.Series.ID != id {
 		return SeriesView{}, false
 	}
@@ -114,7 +114,7 @@ func (m *Manager) Series(id string) (SeriesView, bool) {
 	}
 	var verdicts []*experiments.Verdict
 	for _, rid := range first.Series.Runs {
-		v, ok := m.View(rid)
+		v, ok := a.View(rid)
 		if !ok {
 			continue
 		}

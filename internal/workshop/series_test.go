@@ -51,14 +51,14 @@ func TestFakeSeriesTakesTurns(t *testing.T) {
 	if !b.StartedAt.After(views[0].StartedAt) || !b.StartedAt.Before(views[1].StartedAt) {
 		t.Errorf("bob's run started at %v, not between ann's first two (%v, %v)", b.StartedAt, views[0].StartedAt, views[1].StartedAt)
 	}
-	sv, ok := m.Series(first.ID())
+	sv, ok := m.Archive().Series(first.ID())
 	if !ok || sv.Done != 3 || sv.Unit != "s" || len(sv.Lanes) != 2 || sv.Lanes[0].Stats.N != 3 || len(sv.Comparisons) != 1 {
 		t.Fatalf("series view %+v", sv)
 	}
 	if o := sv.Runs[1].Order; len(o) != 2 || o[0] != "b" {
 		t.Errorf("run 2 ran its lanes in the order %v, want b first", o)
 	}
-	if _, ok := m.Series(s.Runs[1]); ok {
+	if _, ok := m.Archive().Series(s.Runs[1]); ok {
 		t.Error("a later run's id names a series")
 	}
 	// The sequential lanes alternate their order: b before a in run 2.
@@ -98,11 +98,11 @@ func waitEnded(t *testing.T, m *workshop.Manager, id string) runner.RunView {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if v, ok := m.View(id); ok && v.Ended {
+		if v, ok := m.Archive().View(id); ok && v.Ended {
 			return v
 		}
 		if time.Now().After(deadline) {
-			v, _ := m.View(id)
+			v, _ := m.Archive().View(id)
 			t.Fatalf("run %s did not end: %+v", id, v)
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -13,11 +13,6 @@ import (
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
-// Start submits a plan for an anonymous participant; see Submit.
-func (m *Manager) Start(spec experiments.Spec, plan experiments.Plan) (*runner.Run, error) {
-	return m.Submit(spec, plan, "")
-}
-
 // Submit queues a run for a participant whose address is not known; see
 // SubmitFrom.
 func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error) {
@@ -112,7 +107,7 @@ func (m *Manager) schedule() {
 		for {
 			// Next returns the last entry it asked about: pe is its engine.
 			var pe *poolEngine
-			e, ok := m.queue.Next(func(e *entry) bool { pe = m.engineForLocked(e); return pe != nil })
+			e, ok := m.queue.Next(func(e *entry) bool { pe = m.placeLocked(e); return pe != nil })
 			if !ok {
 				break
 			}
@@ -200,7 +195,7 @@ func (m *Manager) Stop(id string) error {
 		return nil
 	}
 	if !ok {
-		if _, stored := m.View(id); stored {
+		if _, stored := m.archive.View(id); stored {
 			return nil // already ended
 		}
 		return fmt.Errorf("%w %q", ErrNoRun, id)
@@ -238,7 +233,7 @@ func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, chan
 	// from the store just to say so.
 	e, ok := m.live(runID)
 	if !ok {
-		if _, stored := m.View(runID); stored {
+		if _, stored := m.archive.View(runID); stored {
 			return runner.ChangeRecord{}, runner.ErrLaneNotRunning
 		}
 		return runner.ChangeRecord{}, fmt.Errorf("%w %q", ErrNoRun, runID)

@@ -83,7 +83,7 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 	st2 := openStore(t, dir)
 	defer st2.Close()
 	m2 := enginetest.Manager(t, func(o *workshop.Options) { o.Store = st2 })
-	feed, ok := m2.Feed(r.ID())
+	feed, ok := m2.Archive().Feed(r.ID())
 	if !ok {
 		t.Fatal("the run is not in the store after a restart")
 	}
@@ -97,12 +97,12 @@ func TestStoredRunReplaysIdenticallyAfterRestart(t *testing.T) {
 		}
 	}
 	a, _ := json.Marshal(v)
-	v2, _ := m2.View(r.ID())
+	v2, _ := m2.Archive().View(r.ID())
 	b, _ := json.Marshal(v2)
 	if !bytes.Equal(a, b) {
 		t.Errorf("view differs after restart:\nbefore %s\nafter  %s", a, b)
 	}
-	list := m2.List("", 10)
+	list := m2.Archive().List("", 10)
 	if len(list) != 1 || list[0].ID != r.ID() || list[0].State != runner.StateDone {
 		t.Errorf("history after restart: %+v", list)
 	}
@@ -132,8 +132,8 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := m.View(id)
-	impFeed, _ := m.Feed(id)
+	got, ok := m.Archive().View(id)
+	impFeed, _ := m.Archive().Feed(id)
 	if !ok || id == r.ID() {
 		t.Fatalf("imported run %q not found, or same id as the original", id)
 	}

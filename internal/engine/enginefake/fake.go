@@ -66,9 +66,9 @@ func New() *Engine {
 	return &Engine{containers: map[string]*fakeContainer{}, volumes: map[string]bool{}}
 }
 
-// Host is what a probe of the fake reports: a remote engine, so samples
+// HostOf is what a probe of the fake reports: a remote engine, so samples
 // come from its stats (which the fake does not give).
-func (e *Engine) Host() engine.HostInfo {
+func HostOf(e *Engine) engine.HostInfo {
 	h, err := engine.ProbeHost(context.Background(), e, "/nonexistent")
 	if err != nil {
 		panic(err)
@@ -207,21 +207,22 @@ func (e *Engine) ContainerStart(_ context.Context, id string, _ client.Container
 	e.mu.Lock()
 	c.running, c.started = true, time.Now()
 	e.mu.Unlock()
-	time.AfterFunc(runtime, func() { e.exit(c, 0) })
+	time.AfterFunc(runtime, func() { c.exit(&e.mu, 0) })
 	return client.ContainerStartResult{}, nil
 }
 
 // exit ends a running container with code; a clean exit prints the
 // workload's summary first.
-func (e *Engine) exit(c *fakeContainer, code int) {
-	e.mu.Lock()
+// exit ends a running container with code; mu is the engine's.
+func (c *fakeContainer) exit(mu *sync.Mutex, code int) {
+	mu.Lock()
 	if !c.running {
-		e.mu.Unlock()
+		mu.Unlock()
 		return
 	}
 	c.running, c.finished, c.exitCode = false, time.Now(), code
 	wall := c.finished.Sub(c.started).Seconds()
-	e.mu.Unlock()
+	mu.Unlock()
 	if code == 0 {
 		line, _ := json.Marshal(wire.Summary{Final: true, WallS: wall, UserS: wall / 2, Done: 1, Throughput: 1 / wall})
 		frame(c.logs, append(line, '\n'))
@@ -295,7 +296,7 @@ func (e *Engine) ContainerKill(_ context.Context, id string, opts client.Contain
 	if opts.Signal == "TERM" {
 		code = 0 // the workload prints its summary and exits cleanly
 	}
-	e.exit(c, code)
+	c.exit(&e.mu, code)
 	return client.ContainerKillResult{}, nil
 }
 
@@ -304,7 +305,7 @@ func (e *Engine) ContainerRemove(_ context.Context, id string, _ client.Containe
 	if err != nil {
 		return client.ContainerRemoveResult{}, err
 	}
-	e.exit(c, 137)
+	c.exit(&e.mu, 137)
 	e.mu.Lock()
 	delete(e.containers, id)
 	e.mu.Unlock()
