@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: pool-demo run test reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: pool-demo run test test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -37,9 +37,13 @@ RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub .
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestEngine|TestFairQueue|TestQuota|TestStreamCache|TestCSVText)' ./internal/workshop
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended|TestAReadingWhoseCountersFell)' ./internal/runner
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS)$$' ./internal/sampler
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS|TestCountersRoundTrip)$$' ./internal/sampler
+
+# The pages' pure JavaScript functions, with Node's own test runner.
+test-js:
+	node --test static/test/
 
 # Test engines an interrupted test run left running (found by their
 # pidfiles under /run/ll-*) are stopped before the tests start.
@@ -49,7 +53,7 @@ reap-test-engines:
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other. Then the suite's cgroup v2 part, in
 # the VM (test-v2).
-test: assets reap-test-engines test-race
+test: assets reap-test-engines test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...

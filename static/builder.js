@@ -8,9 +8,6 @@ const lanesEl = document.getElementById("lanes");
 const template = document.getElementById("lane-template");
 const runErrors = document.getElementById("run-errors");
 const labs = JSON.parse(document.getElementById("labs-data").textContent || "[]");
-const numeric = new Set(["workload.mb", "workload.threads", "workload.events", "workload.max_prime", "workload.seconds",
-  "workload.rate_mb_s", "workload.work_us", "workload.alloc_kb", "workload.requests", "workload.concurrency",
-  "workload.rate", "workload.burst", "workload.bs", "workload.depth"]);
 
 function get(obj, path) {
   return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
@@ -81,7 +78,7 @@ function readSpec() {
       const holder = input.closest("[data-kinds]");
       if (holder && !holder.dataset.kinds.split(" ").includes(kind)) return;
       if (f === "name" || f === "start_at" || f === "stop_at") lane[f] = v;
-      else if (f.startsWith("workload.")) lane.workload[f.slice(9)] = numeric.has(f) ? Number(v) : v;
+      else if (f.startsWith("workload.")) lane.workload[f.slice(9)] = input.type === "number" ? Number(v) : v; // the page marks the numbers
       else lane.limits[f] = v;
     });
     spec.lanes.push(lane);

@@ -67,7 +67,7 @@ async function refresh() {
     actions.appendChild(button("Feature", `feature-${r.id}`, async () => {
       if (await call("POST", `/api/runs/${r.id}/feature`)) tokenStatus.textContent = `Featured ${r.name}.`;
     }));
-    if (r.state === "queued" || r.state === "running") {
+    if (!r.ended) {
       actions.appendChild(button("Stop", `stop-${r.id}`, async () => {
         await call("POST", `/api/runs/${r.id}/stop`);
         refresh();

@@ -5,12 +5,6 @@ import { send, errorText } from "./post.js";
 
 const panel = document.getElementById("steps");
 
-function valueText(s) {
-  if (!s.full) return "";
-  if (s.metric === "throttled") return `(now ${Math.round(100 * s.value)}%)`;
-  return `(now ${Number(s.value.toPrecision(3))}${s.metric === "throttled_ms" ? " ms/s" : ""})`;
-}
-
 export function showSteps(view) {
   if (!panel || !view.steps) return;
   for (const s of view.steps) {
@@ -19,7 +13,7 @@ export function showSteps(view) {
     li.dataset.state = s.state;
     li.className = `step ${s.state}`;
     const value = li.querySelector("[data-value]");
-    if (value) value.textContent = valueText(s);
+    if (value) value.textContent = s.value_text || "";
     const hint = li.querySelector("[data-hint]");
     if (hint) hint.hidden = !(s.full && !s.holds) || s.state === "done";
     const button = li.querySelector("button.make-change");

@@ -200,17 +200,6 @@ func otherFiles(k *engine.KernelView, flag string) string {
 	return strings.Join(parts, sep)
 }
 
-// stepValue is a step's last measured value, once its window is full.
-func stepValue(s runner.StepView) string {
-	if !s.Full {
-		return ""
-	}
-	if s.Metric == experiments.CheckThrottled {
-		return fmt.Sprintf("(now %.0f%%)", 100*s.Value)
-	}
-	return fmt.Sprintf("(now %.3g)", s.Value)
-}
-
 // f3 is a figure to three significant digits.
 func f3(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
 

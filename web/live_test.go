@@ -93,7 +93,7 @@ func TestLiveLateSubscriberGetsHistoryThenLive(t *testing.T) {
 
 // feedOnly serves one hub as every run's feed; nothing else is used.
 type feedOnly struct {
-	Runs
+	History
 	h *hub.Hub
 }
 
@@ -101,7 +101,7 @@ func (f feedOnly) Feed(string) (*hub.Hub, bool) { return f.h, true }
 
 func TestLiveStalledViewerDoesNotDelayOthers(t *testing.T) {
 	h := hub.New(4)
-	srv := httptest.NewServer(NewRouter(Deps{Runs: feedOnly{h: h}, Static: limitlab.Static(), WriteTimeout: 2 * time.Second}))
+	srv := httptest.NewServer(NewRouter(Deps{History: feedOnly{h: h}, Static: limitlab.Static(), WriteTimeout: 2 * time.Second}))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -179,7 +179,7 @@ func TestLiveUnknownRun(t *testing.T) {
 
 func TestLiveRefusesOtherOrigins(t *testing.T) {
 	h := hub.New(0)
-	srv := httptest.NewServer(NewRouter(Deps{Runs: feedOnly{h: h}, Static: limitlab.Static()}))
+	srv := httptest.NewServer(NewRouter(Deps{History: feedOnly{h: h}, Static: limitlab.Static()}))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

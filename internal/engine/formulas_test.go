@@ -164,7 +164,7 @@ func TestCountersAgainstKernelFiles(t *testing.T) {
 	time.Sleep(time.Second)
 	r1 := readRaw(t, dirs, v2)
 	second, _ := cg.Read()
-	s := engine.MakeSample(0, 1, first, second)
+	s := engine.MakeSample(0, 1, first, second, engine.Progress{})
 	dt := second.At.Sub(first.At).Seconds()
 	files := float64(r1.cpuNs-r0.cpuNs) / 1e9 / dt
 	// The quota holds it near 0.02 cores; CFS notices a period's quota
@@ -175,7 +175,7 @@ func TestCountersAgainstKernelFiles(t *testing.T) {
 		t.Errorf("sample CPU %.3f cores; the files' delta %.3f cores; the quota 0.02, overrun by a tick a period at most", s.CPU, files)
 	}
 	enginetest.Figure(t, "sampler against the kernel's files (a writer at --cpus 0.02, 10 MiB/s)", "CPU %.4f cores (files %.4f), write %.1f MiB/s, %d/%d periods throttled",
-		s.CPU, files, s.WriteBps/(1<<20), s.ThrottledPeriods, s.Periods)
+		s.CPU, files, s.WriteMiBs, s.ThrottledPeriods, s.Periods)
 }
 
 func abs(x int64) int64 {

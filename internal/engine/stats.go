@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/workload/wire"
 	"github.com/moby/moby/api/types/container"
 )
 
@@ -36,43 +35,6 @@ type Counters struct {
 func (c Counters) Fell(prev Counters) bool {
 	return c.CPUNs < prev.CPUNs || c.Periods < prev.Periods || c.ThrottledPeriods < prev.ThrottledPeriods || c.ThrottledNs < prev.ThrottledNs ||
 		c.ReadBytes < prev.ReadBytes || c.WriteBytes < prev.WriteBytes || c.ReadOps < prev.ReadOps || c.WriteOps < prev.WriteOps
-}
-
-// Sample is what a lane did between two readings of its counters. It is what
-// the charts draw.
-type Sample struct {
-	Lane int     `json:"lane"`
-	T    float64 `json:"t"`  // seconds since the run started
-	DT   float64 `json:"dt"` // seconds since this lane's previous sample
-	// CPU in cores (1.0 is one CPU fully used).
-	CPU      float64 `json:"cpu"`
-	MemBytes uint64  `json:"mem"`
-	MemLimit uint64  `json:"mem_limit,omitempty"`
-	ReadBps  float64 `json:"read_bps"`
-	WriteBps float64 `json:"write_bps"`
-	Pids     uint64  `json:"pids"`
-	// Throttling in this interval: CFS periods, periods throttled, and
-	// milliseconds throttled.
-	Periods          uint64  `json:"periods"`
-	ThrottledPeriods uint64  `json:"throttled_periods"`
-	ThrottledMs      float64 `json:"throttled_ms"`
-	// Throughput is the workload's own report, in its unit per second, and
-	// IOPS its operations per second (disk workloads).
-	Throughput float64 `json:"throughput"`
-	IOPS       float64 `json:"iops,omitempty"`
-	// Block IO requests per second as the cgroup counts them: a large
-	// write may be split into several requests.
-	ReadIOPS  float64 `json:"read_iops"`
-	WriteIOPS float64 `json:"write_iops"`
-	// PressureMs, MemPressureMs and IOPressureMs are the CPU, memory and
-	// IO pressure stalls in this interval (some task waiting), where known.
-	PressureMs    *float64 `json:"pressure_ms,omitempty"`
-	MemPressureMs *float64 `json:"memory_pressure_ms,omitempty"`
-	IOPressureMs  *float64 `json:"io_pressure_ms,omitempty"`
-	// A load lane's latency over its last reporting interval, and its
-	// failed requests so far.
-	LatencyMs *wire.Latency `json:"latency_ms,omitempty"`
-	Failures  int64         `json:"failures,omitempty"`
 }
 
 // delta is b-a for counters that only grow; a counter that went backwards
@@ -126,45 +88,6 @@ func calculateBlockIO(entries []container.BlkioStatEntry) (read, write uint64) {
 		}
 	}
 	return read, write
-}
-
-// rate is a per-second rate of a counter between two readings.
-func rate(a, b uint64, dt time.Duration) float64 {
-	if dt <= 0 {
-		return 0
-	}
-	return float64(delta(a, b)) / dt.Seconds()
-}
-
-// MakeSample computes one lane's sample from two readings.
-func MakeSample(lane int, t float64, prev, cur Counters) Sample {
-	dt := cur.At.Sub(prev.At)
-	stall := func(a, b uint64) *float64 {
-		if !prev.HasPressure || !cur.HasPressure {
-			return nil
-		}
-		ms := float64(delta(a, b)) / 1000
-		return &ms
-	}
-	return Sample{
-		PressureMs:       stall(prev.PressureUs, cur.PressureUs),
-		MemPressureMs:    stall(prev.MemPressureUs, cur.MemPressureUs),
-		IOPressureMs:     stall(prev.IOPressureUs, cur.IOPressureUs),
-		Lane:             lane,
-		T:                t,
-		DT:               dt.Seconds(),
-		CPU:              calculateCPUCores(prev, cur),
-		MemBytes:         cur.MemBytes,
-		MemLimit:         cur.MemLimit,
-		ReadBps:          rate(prev.ReadBytes, cur.ReadBytes, dt),
-		ReadIOPS:         rate(prev.ReadOps, cur.ReadOps, dt),
-		WriteIOPS:        rate(prev.WriteOps, cur.WriteOps, dt),
-		WriteBps:         rate(prev.WriteBytes, cur.WriteBytes, dt),
-		Pids:             cur.Pids,
-		Periods:          delta(prev.Periods, cur.Periods),
-		ThrottledPeriods: delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
-		ThrottledMs:      float64(delta(prev.ThrottledNs, cur.ThrottledNs)) / 1e6,
-	}
 }
 
 // countersFromEngine converts the engine's stats response (one-shot or

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -83,8 +84,11 @@ func TestMakeSample(t *testing.T) {
 	prev := Counters{At: t0, CPUNs: 1e9, Periods: 20, ThrottledPeriods: 10, ThrottledNs: 50e6, WriteBytes: 1 << 20}
 	cur := Counters{At: t0.Add(500 * time.Millisecond), CPUNs: 1.25e9, Periods: 25, ThrottledPeriods: 13, ThrottledNs: 80e6,
 		WriteBytes: 2 << 20, MemBytes: 42, MemLimit: 64 << 20, Pids: 3}
-	s := MakeSample(2, 7.5, prev, cur)
-	want := Sample{Lane: 2, T: 7.5, DT: 0.5, CPU: 0.5, MemBytes: 42, MemLimit: 64 << 20, WriteBps: 2 << 20, Pids: 3, Periods: 5, ThrottledPeriods: 3, ThrottledMs: 30}
+	s := MakeSample(2, 7.5, prev, cur, Progress{Throughput: 9})
+	// Display units, every rate per second: 30 ms throttled in 0.5 s is
+	// 60 ms a second, 3 of 5 periods 60%, 1 MiB written in 0.5 s 2 MiB/s.
+	want := Sample{Lane: 2, T: 7.5, DT: 0.5, CPU: 0.5, MemMiB: 42.0 / MiB, MemLimitMiB: 64, WriteMiBs: 2, Pids: 3, Periods: 5, ThrottledPeriods: 3,
+		ThrottledPct: 60, ThrottledMsPerS: 60, Progress: Progress{Throughput: 9}}
 	if s != want {
 		t.Errorf("sample = %+v\nwant     %+v", s, want)
 	}
@@ -156,17 +160,17 @@ func TestCountersFromEngine(t *testing.T) {
 func TestPressureSample(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := MakeSample(0, 1, Counters{At: t0, PressureUs: 1000, MemPressureUs: 10, IOPressureUs: 500, HasPressure: true},
-		Counters{At: t0.Add(time.Second), PressureUs: 251000, MemPressureUs: 2010, IOPressureUs: 40500, HasPressure: true})
+		Counters{At: t0.Add(2 * time.Second), PressureUs: 501000, MemPressureUs: 4010, IOPressureUs: 80500, HasPressure: true}, Progress{})
 	for name, c := range map[string]struct {
 		got  *float64
 		want float64
-	}{"cpu": {s.PressureMs, 250}, "memory": {s.MemPressureMs, 2}, "io": {s.IOPressureMs, 40}} {
+	}{"cpu": {s.CPUPressure, 250}, "memory": {s.MemPressure, 2}, "io": {s.IOPressure, 40}} {
 		if c.got == nil || *c.got != c.want {
-			t.Errorf("%s pressure %v, want %g ms", name, c.got, c.want)
+			t.Errorf("%s pressure %v, want %g ms a second", name, c.got, c.want)
 		}
 	}
-	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}); s.PressureMs != nil || s.MemPressureMs != nil || s.IOPressureMs != nil {
-		t.Errorf("pressure %v %v %v where the kernel reports none", s.PressureMs, s.MemPressureMs, s.IOPressureMs)
+	if s := MakeSample(0, 1, Counters{At: t0}, Counters{At: t0.Add(time.Second)}, Progress{}); s.CPUPressure != nil || s.MemPressure != nil || s.IOPressure != nil {
+		t.Errorf("pressure %v %v %v where the kernel reports none", s.CPUPressure, s.MemPressure, s.IOPressure)
 	}
 }
 
@@ -252,5 +256,40 @@ func TestCountersFell(t *testing.T) {
 	fewer.Periods = 39
 	if !fewer.Fell(prev) {
 		t.Error("fewer periods than the last reading did not fall")
+	}
+}
+
+// A sample recorded before display units (bytes, bytes per second, and
+// milliseconds in the interval) reads as a sample of now.
+func TestLegacySampleReadsInDisplayUnits(t *testing.T) {
+	old := `{"lane":1,"t":2,"dt":0.5,"cpu":0.25,"mem":2097152,"mem_limit":67108864,"read_bps":1048576,"write_bps":3145728,
+		"read_iops":4,"write_iops":6,"pids":2,"periods":5,"throttled_periods":2,"throttled_ms":10,"throughput":3,"iops":7,"pressure_ms":5}`
+	if !IsLegacySamples([]byte(old)) {
+		t.Fatal("not seen as a legacy sample")
+	}
+	var s Sample
+	if err := json.Unmarshal([]byte(old), &s); err != nil {
+		t.Fatal(err)
+	}
+	cpu := 10.0
+	want := Sample{Lane: 1, T: 2, DT: 0.5, CPU: 0.25, MemMiB: 2, MemLimitMiB: 64, ReadMiBs: 1, WriteMiBs: 3, ReadIOPS: 4, WriteIOPS: 6,
+		IORequests: 10, Pids: 2, Periods: 5, ThrottledPeriods: 2, ThrottledPct: 40, ThrottledMsPerS: 20, CPUPressure: &cpu,
+		Progress: Progress{Throughput: 3, WorkIOPS: 7}}
+	if s.CPUPressure == nil || *s.CPUPressure != cpu {
+		t.Fatalf("cpu pressure %v, want %g ms a second", s.CPUPressure, cpu)
+	}
+	s.CPUPressure = &cpu
+	if s != want {
+		t.Errorf("got  %+v\nwant %+v", s, want)
+	}
+	// A sample of now reads as it was written.
+	now := MakeSample(0, 1, Counters{At: time.Unix(0, 0)}, Counters{At: time.Unix(1, 0), CPUNs: 5e8, ReadBytes: MiB}, Progress{Throughput: 1})
+	b, _ := json.Marshal(now)
+	if IsLegacySamples(b) {
+		t.Fatalf("a sample of now seen as legacy: %s", b)
+	}
+	var back Sample
+	if err := json.Unmarshal(b, &back); err != nil || back != now {
+		t.Errorf("round trip: %+v, %v; want %+v", back, err, now)
 	}
 }

@@ -119,7 +119,7 @@ func TestIOWeightLab(t *testing.T) {
 		var rates []string
 		for _, s := range samplesOf(t, r) {
 			if s.Lane == l.Index {
-				rates = append(rates, fmt.Sprintf("%.1f:%.0f", s.T, s.WriteBps/(1<<20)))
+				rates = append(rates, fmt.Sprintf("%.1f:%.0f", s.T, s.WriteMiBs))
 			}
 		}
 		t.Logf("%s: ran %.2f–%.2f s, MiB/s written by time: %s", l.Name, l.StartedAt, l.EndedAt, strings.Join(rates, " "))

@@ -57,7 +57,7 @@ func (x *execution) phasesLocked() {
 			var thr, iops, n float64
 			for _, s := range l.phased {
 				if s.T-s.DT >= from && s.T <= to {
-					thr, iops, n = thr+s.Throughput, iops+s.IOPS, n+1
+					thr, iops, n = thr+s.Throughput, iops+s.WorkIOPS, n+1
 				}
 			}
 			if n == 0 {

@@ -136,20 +136,20 @@ func TestLiveMemoryChangeInNextSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDone(t, r, time.Minute)
-	var before, after []uint64
+	var before, after []float64
 	for _, s := range samplesOf(t, r) {
 		switch {
 		case s.T < rec.AtSeconds:
-			before = append(before, s.MemLimit)
+			before = append(before, s.MemLimitMiB)
 		case s.T-s.DT >= rec.AtSeconds:
-			after = append(after, s.MemLimit)
+			after = append(after, s.MemLimitMiB)
 		}
 	}
-	if len(before) == 0 || before[len(before)-1] != 64<<20 {
+	if len(before) == 0 || before[len(before)-1] != 64 {
 		t.Fatalf("limits before the change %v, want 64 MiB", before)
 	}
 	t.Logf("at %.2f before %v after %v", rec.AtSeconds, before[max(0, len(before)-3):], after[:min(len(after), 6)])
-	if len(after) == 0 || after[0] != 128<<20 {
+	if len(after) == 0 || after[0] != 128 {
 		t.Errorf("first sample after the change at %.2fs: limits %v, want 128 MiB first", rec.AtSeconds, after)
 	}
 }

@@ -29,7 +29,7 @@ func TestPressureSampled(t *testing.T) {
 	samples := samplesOf(t, r)
 	if !h.HasPressure() {
 		for _, s := range samples {
-			if s.PressureMs != nil || s.MemPressureMs != nil || s.IOPressureMs != nil {
+			if s.CPUPressure != nil || s.MemPressure != nil || s.IOPressure != nil {
 				t.Fatalf("cgroup v%s has no PSI, and a sample carries some: %+v", h.CgroupVersion, s)
 			}
 		}
@@ -43,11 +43,11 @@ func TestPressureSampled(t *testing.T) {
 	}
 	total := map[int][3]float64{}
 	for _, s := range samples {
-		if s.PressureMs == nil || s.MemPressureMs == nil || s.IOPressureMs == nil {
+		if s.CPUPressure == nil || s.MemPressure == nil || s.IOPressure == nil {
 			t.Fatalf("cgroup v2, and a sample lacks a pressure stall: %+v", s)
 		}
 		p := total[s.Lane]
-		p[0], p[1], p[2] = p[0]+*s.PressureMs, p[1]+*s.MemPressureMs, p[2]+*s.IOPressureMs
+		p[0], p[1], p[2] = p[0]+*s.CPUPressure*s.DT, p[1]+*s.MemPressure*s.DT, p[2]+*s.IOPressure*s.DT
 		total[s.Lane] = p
 	}
 	for lane, p := range total {

@@ -93,15 +93,15 @@ func (x *execution) sampleOnce(now time.Time) {
 			continue
 		}
 		if l.hasPrev {
-			s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c)
-			s.Throughput, s.IOPS = l.rate, l.liveIOPS
+			p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
 			if l.latency != nil {
-				s.LatencyMs, s.Failures = l.latency, l.failures
+				p.LatencyMs, p.Failures = l.latency, l.failures
 				l.latency = nil // each interval's latency goes out once
 			}
+			s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c, p)
 			batch = append(batch, s)
-			l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.ReadBps + s.WriteBps,
-				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs, MemBytes: float64(s.MemBytes)})
+			l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
+				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes()})
 			if phased && l.reported {
 				// Phase means count only samples after the
 				// workload's first report of its rate.

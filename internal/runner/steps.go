@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+
 	"github.com/limitlab/limitlab/internal/experiments"
 )
 
@@ -40,7 +42,24 @@ type StepView struct {
 	Full   bool    `json:"full,omitempty"`  // the check has a full window
 	Holds  bool    `json:"holds,omitempty"` // and it holds
 	Value  float64 `json:"value,omitempty"` // the window's value
-	DoneAt float64 `json:"done_at,omitempty"`
+	// ValueText is the value in words for the page, once the window is
+	// full: "(now 62%)", "(now 1.5 ms/s)", "(now 0.503)".
+	ValueText string  `json:"value_text,omitempty"`
+	DoneAt    float64 `json:"done_at,omitempty"`
+}
+
+// valueText is a step's last measured value in words, once its check's
+// window is full; the page shows it as the server sends it.
+func valueText(metric string, full bool, value float64) string {
+	switch {
+	case !full:
+		return ""
+	case metric == experiments.CheckThrottled:
+		return fmt.Sprintf("(now %.0f%%)", 100*value)
+	case metric == experiments.CheckThrottledMs:
+		return fmt.Sprintf("(now %.3g ms/s)", value)
+	}
+	return fmt.Sprintf("(now %.3g)", value)
 }
 
 // guide is a guided lab's steps as resolved against the plan, and where
@@ -120,6 +139,7 @@ func (g *guide) views() []StepView {
 	for k := range out {
 		st := g.states[k]
 		out[k].Changed, out[k].State, out[k].Full, out[k].Holds, out[k].Value, out[k].DoneAt = st.changed, st.state, st.full, st.holds, st.value, st.doneAt
+		out[k].ValueText = valueText(out[k].Metric, st.full, st.value)
 	}
 	return out
 }

@@ -21,9 +21,17 @@ type LaneResult struct {
 	Requested experiments.Resources `json:"requested"`
 	// Applied is read back from the engine after the container is created,
 	// and again after each live change.
-	Applied   *experiments.Resources `json:"applied,omitempty"`
-	CPULimit  float64                `json:"cpu_limit"`
-	DockerRun string                 `json:"docker_run,omitempty"`
+	Applied  *experiments.Resources `json:"applied,omitempty"`
+	CPULimit float64                `json:"cpu_limit"`
+	// ChartLimits are the limits now in force, in the charts' units;
+	// Flags are those a live change can make, as the docker CLI spells
+	// them (the controls show them); Disk and Load say what the workload
+	// is, for the charts that only such lanes fill.
+	ChartLimits ChartLimits       `json:"chart_limits"`
+	Flags       map[string]string `json:"flags"`
+	Disk        bool              `json:"disk"`
+	Load        bool              `json:"load"`
+	DockerRun   string            `json:"docker_run,omitempty"`
 	// Kernel is each cgroup file the applied limits write, read back from
 	// the running container at its start and after each live change.
 	Kernel   *engine.KernelView `json:"kernel,omitempty"`
@@ -195,9 +203,13 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	if l.id != "" {
 		lv.Container = l.id[:min(12, len(l.id))]
 	}
+	now := pl.Resources
 	if l.applied != nil {
 		lv.CPULimit = l.applied.CPULimit()
+		now = *l.applied
 	}
+	lv.ChartLimits, lv.Flags = chartLimits(now), liveFlags(now)
+	lv.Disk, lv.Load = pl.Workload.Disk(), pl.Workload.Kind == experiments.KindLoad
 	if s := l.summary; s != nil {
 		lv.Result = s.Result
 		if pl.Workload.Kind == experiments.KindLoad {
@@ -253,4 +265,36 @@ func SentUs(msg []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
 	return n, err == nil
+}
+
+// ChartLimits are a lane's limits in the charts' units, 0 where none is
+// set: each chart draws its lane's limit as a dashed line.
+type ChartLimits struct {
+	CPU        float64 `json:"cpu"`
+	MemMiB     float64 `json:"mem_mib"`
+	ReadMiBs   float64 `json:"read_mib_s"`
+	WriteMiBs  float64 `json:"write_mib_s"`
+	IORequests float64 `json:"io_requests_s"`
+	Pids       float64 `json:"pids"`
+}
+
+func chartLimits(r experiments.Resources) ChartLimits {
+	return ChartLimits{CPU: r.CPULimit(), MemMiB: float64(r.Memory) / engine.MiB,
+		ReadMiBs: float64(r.ReadBps.Rate) / engine.MiB, WriteMiBs: float64(r.WriteBps.Rate) / engine.MiB,
+		IORequests: float64(r.ReadIOps.Rate + r.WriteIOps.Rate), Pids: float64(r.PidsLimit)}
+}
+
+// liveFlags are the flags a live change can make (experiments.LiveFields)
+// as r holds them, in the docker CLI's syntax; a flag not set is "".
+func liveFlags(r experiments.Resources) map[string]string {
+	out := map[string]string{}
+	for _, f := range experiments.LiveFields {
+		out[f] = ""
+	}
+	for _, f := range r.Flags() {
+		if _, ok := out[f.Name]; ok {
+			out[f.Name] = f.Value
+		}
+	}
+	return out
 }

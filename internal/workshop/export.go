@@ -52,10 +52,10 @@ func (a *Archive) Export(id string) (Export, error) {
 }
 
 // csvHeader is one row per sample per lane.
-var csvHeader = []string{"run", "lane", "lane_name", "t_s", "dt_s", "cpu_cores", "mem_bytes", "mem_limit_bytes",
-	"read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "pids", "cfs_periods", "cfs_throttled_periods",
-	"cfs_throttled_ms", "throughput", "workload_iops", "cpu_pressure_ms", "latency_p50_ms", "latency_p90_ms",
-	"latency_p99_ms", "latency_max_ms", "failures", "memory_pressure_ms", "io_pressure_ms"}
+var csvHeader = []string{"run", "lane", "lane_name", "t_s", "dt_s", "cpu_cores", "mem_mib", "mem_limit_mib",
+	"read_mib_per_s", "write_mib_per_s", "read_iops", "write_iops", "pids", "cfs_periods", "cfs_throttled_periods",
+	"cfs_throttled_ms_per_s", "throughput", "workload_iops", "cpu_pressure_ms_per_s", "latency_p50_ms", "latency_p90_ms",
+	"latency_p99_ms", "latency_max_ms", "failures", "memory_pressure_ms_per_s", "io_pressure_ms_per_s"}
 
 // WriteCSV writes a run's samples, one row per sample per lane.
 func (a *Archive) WriteCSV(w io.Writer, id string) error {
@@ -79,10 +79,10 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 			if s.Lane >= 0 && s.Lane < len(v.Lanes) {
 				name = csvText(v.Lanes[s.Lane].Name)
 			}
-			row := []string{v.ID, strconv.Itoa(s.Lane), name, f(s.T), f(s.DT), f(s.CPU), u(s.MemBytes), u(s.MemLimit),
-				f(s.ReadBps), f(s.WriteBps), f(s.ReadIOPS), f(s.WriteIOPS), u(s.Pids), u(s.Periods), u(s.ThrottledPeriods),
-				f(s.ThrottledMs), f(s.Throughput), f(s.IOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10), "", ""}
-			for col, p := range map[int]*float64{18: s.PressureMs, 24: s.MemPressureMs, 25: s.IOPressureMs} {
+			row := []string{v.ID, strconv.Itoa(s.Lane), name, f(s.T), f(s.DT), f(s.CPU), f(s.MemMiB), f(s.MemLimitMiB),
+				f(s.ReadMiBs), f(s.WriteMiBs), f(s.ReadIOPS), f(s.WriteIOPS), u(s.Pids), u(s.Periods), u(s.ThrottledPeriods),
+				f(s.ThrottledMsPerS), f(s.Throughput), f(s.WorkIOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10), "", ""}
+			for col, p := range map[int]*float64{18: s.CPUPressure, 24: s.MemPressure, 25: s.IOPressure} {
 				if p != nil {
 					row[col] = f(*p)
 				}

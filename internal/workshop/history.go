@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -90,7 +91,7 @@ func (a *Archive) read(id string) (stored, error) {
 		return stored{}, fmt.Errorf("run %s: stored view: %w", id, err)
 	}
 	for _, msg := range msgs {
-		s.hub.Publish(msg)
+		s.hub.Publish(current(msg))
 	}
 	s.hub.Close()
 	return s, nil
@@ -282,4 +283,23 @@ func (a *Archive) List(lab string, limit int) []runner.RunView {
 		out = out[:limit]
 	}
 	return out
+}
+
+// current is a recorded message as this server would publish it now: the
+// samples of a run recorded before display units are read (their
+// UnmarshalJSON converts them) and written anew; any other message is
+// kept as it was.
+func current(msg []byte) []byte {
+	if !engine.IsLegacySamples(msg) {
+		return msg
+	}
+	var m runner.Message
+	if json.Unmarshal(msg, &m) != nil {
+		return msg
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return b
 }

@@ -1,0 +1,159 @@
+// The run's live charts (uPlot, loaded by the page as a global): one per
+// metric the run can fill, a series per lane, its limit dashed and the
+// model's expectation dotted, the run's moments marked, and a zoom of the
+// CPU and throttling charts onto one second of a lane.
+import { laneColour } from "./colours.js";
+import { fmt, valueWithLimit, zoomWindow, spread } from "./chartmath.js";
+import { shownMetrics, zoomable } from "./metrics.js";
+import { downloadPNG } from "./png.js";
+
+// createCharts draws the charts of a run into el; getRun is the run's
+// latest view (its lanes' limits, changes and events move as it runs).
+export function createCharts(el, runID, getRun) {
+  const first = getRun();
+  const n = first.lanes.length;
+  const xs = [];
+  let zoom = null; // the x range the zoomable charts show: null for the whole run
+  el.replaceChildren();
+
+  // markers draws the run's moments on every chart: phase bounds in grey,
+  // live limit changes dashed in the lane's colour, and the engine's
+  // events: an OOM kill as a thick red line, an exit as a thin one.
+  const markers = (u) => {
+    const run = getRun();
+    const { ctx } = u;
+    const { top, height } = u.bbox;
+    const line = (at, colour, width, dash) => {
+      const x = u.valToPos(at, "x", true);
+      if (!Number.isFinite(x)) return;
+      ctx.setLineDash(dash);
+      ctx.lineWidth = width * devicePixelRatio;
+      ctx.strokeStyle = colour;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+    };
+    ctx.save();
+    for (const b of run.phase_bounds || []) line(b, "#9aa1ad", 1, [2, 2]);
+    for (const c of run.changes || []) line(c.at_seconds, laneColour(c.lane), 2, [4, 4]);
+    for (const e of run.events || []) {
+      if (e.kind === "oom") line(e.at_seconds, "#b3261e", 3, []);
+      else line(e.at_seconds, laneColour(e.lane), 1, []);
+    }
+    ctx.restore();
+  };
+
+  const charts = shownMetrics(first).map((m) => {
+    const box = document.createElement("div");
+    box.className = "chart";
+    box.setAttribute("data-testid", `chart-${m.key}`);
+    const h = document.createElement("h3");
+    h.textContent = m.title;
+    const png = document.createElement("button");
+    png.type = "button";
+    png.className = "png";
+    png.textContent = "PNG";
+    png.title = "Download this chart as a PNG image";
+    png.setAttribute("data-testid", `png-${m.key}`);
+    h.appendChild(png);
+    box.appendChild(h);
+    // A chart whose every value is zero is folded to a line saying what
+    // would fill it, until something does.
+    const note = document.createElement("p");
+    note.className = "empty-note";
+    note.textContent = m.empty;
+    box.appendChild(note);
+    el.appendChild(box);
+    const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];
+    first.lanes.forEach((l, i) => {
+      series.push({
+        label: l.name, stroke: laneColour(i), width: 2, spanGaps: false, points: { show: false },
+        value: (u, v, si, idx) => valueWithLimit(v, m.limit && idx != null ? u.data[1 + n + i][idx] : null, m.digits),
+      });
+    });
+    // A limit line per lane, which steps when a live change moves it.
+    if (m.limit) {
+      first.lanes.forEach((l, i) => {
+        series.push({ label: `${l.name} limit`, stroke: laneColour(i), width: 1, dash: [6, 4],
+          points: { show: false }, value: (u, v) => fmt(v, m.digits) });
+      });
+    }
+    // The model's expected cores per lane, shown only for the lanes the
+    // model applies to.
+    if (m.expected) {
+      first.lanes.forEach((l, i) => {
+        series.push({ label: `${l.name} expected`, stroke: laneColour(i), width: 1, dash: [1, 3],
+          points: { show: false }, show: l.modelled, value: (u, v) => fmt(v, m.digits) });
+      });
+    }
+    const perLane = () => first.lanes.map(() => []);
+    const data = [xs, ...perLane(), ...(m.limit ? perLane() : []), ...(m.expected ? perLane() : [])];
+    const width = Math.max(360, box.clientWidth || 600);
+    const u = new uPlot({
+      width, height: 220,
+      scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
+      axes: [{ label: "seconds" }, {}],
+      series,
+      hooks: { draw: [markers] },
+    }, data, box);
+    png.addEventListener("click", () => downloadPNG(u, `${getRun().name}: ${m.title}`, getRun().lanes, `limitlab-${runID}-${m.key}.png`));
+    // nonzero counts the lanes' values above zero: a chart with none has
+    // nothing to show (data-nonzero, for the tests).
+    return { m, u, data, box, nonzero: 0 };
+  });
+
+  // showZoom sets a chart's x range to the zoom and notes, per lane, how
+  // far its values swing within it (data-spread, for the tests).
+  const showZoom = (c) => {
+    const range = zoom || { min: xs.length ? xs[0] : 0, max: xs.length ? xs[xs.length - 1] : 1 };
+    c.u.setScale("x", range);
+    c.box.dataset.zoom = zoom ? `${range.min.toFixed(2)}-${range.max.toFixed(2)}` : "all";
+    if (!zoom) return;
+    c.box.dataset.spread = JSON.stringify(first.lanes.map((l, i) => spread(xs, c.data[1 + i], range)));
+  };
+
+  let pending = false;
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      charts.forEach((c) => {
+        const zoomed = zoom && zoomable.has(c.m.key);
+        c.u.setData(c.data, !zoomed);
+        if (zoomed) showZoom(c);
+        c.box.dataset.nonzero = String(c.nonzero);
+        c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
+      });
+      el.dataset.points = String(xs.length);
+    });
+  };
+
+  return {
+    redraw,
+    // add appends one tick's samples, one per lane at most.
+    add(samples) {
+      const run = getRun();
+      const byLane = new Map(samples.map((s) => [s.lane, s]));
+      xs.push(Math.max(...samples.map((s) => s.t)));
+      charts.forEach((c) => {
+        run.lanes.forEach((l, i) => {
+          const s = byLane.get(i);
+          const v = s ? c.m.get(s) : null;
+          c.data[1 + i].push(v);
+          if (v > 0) c.nonzero++;
+          if (c.m.limit) c.data[1 + n + i].push(s ? c.m.limit(l) : null);
+          if (c.m.expected) c.data[1 + 2 * n + i].push(s ? c.m.expected(l) : null);
+        });
+      });
+      redraw();
+    },
+    // zoomTo narrows the zoomable charts to a second of lane k's life, or
+    // shows the whole run again for "all".
+    zoomTo(k) {
+      zoom = k === "all" ? null : zoomWindow(getRun().lanes[Number(k)], xs[xs.length - 1]);
+      charts.filter((c) => zoomable.has(c.m.key)).forEach(showZoom);
+    },
+  };
+}

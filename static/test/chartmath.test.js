@@ -1,0 +1,53 @@
+// node --test static/test: the charts' pure sums.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fmt, valueWithLimit, zoomWindow, spread } from "../chartmath.js";
+import { metrics, shownMetrics } from "../metrics.js";
+
+test("fmt gives a dash for no value", () => {
+  assert.equal(fmt(null, 2), "—");
+  assert.equal(fmt(Number.NaN, 2), "—");
+  assert.equal(fmt(0.5, 2), "0.50");
+});
+
+test("a value beside its limit shows its share", () => {
+  assert.equal(valueWithLimit(0.25, 0.5, 2), "0.25 (50% of limit)");
+  assert.equal(valueWithLimit(0.25, null, 2), "0.25");
+  assert.equal(valueWithLimit(null, 0.5, 2), "—");
+});
+
+test("the zoom is the second around a lane's middle", () => {
+  assert.deepEqual(zoomWindow({ started_at: 2, ended_at: 6 }, 10), { min: 3.5, max: 4.5 });
+  // A lane still running: its middle so far.
+  assert.deepEqual(zoomWindow({ started_at: 2, ended_at: 0 }, 4), { min: 2.5, max: 3.5 });
+  // Never before the run's start.
+  assert.deepEqual(zoomWindow({ started_at: 0, ended_at: 0.4 }, 1), { min: 0, max: 0.7 });
+});
+
+test("a lane's spread counts only the values in range", () => {
+  assert.deepEqual(spread([1, 2, 3, 4], [5, null, 7, 9], { min: 1.5, max: 4 }), { n: 2, min: 7, max: 9 });
+  assert.deepEqual(spread([1], [5], { min: 2, max: 3 }), { n: 0 });
+});
+
+test("every chart reads a field the server sends, converting nothing", () => {
+  const sample = { cpu: 0.5, mem_mib: 12, read_mib_s: 1, write_mib_s: 2, io_requests_s: 30, work_iops: 4, pids: 3,
+    throttled_ms_s: 60, throttled_pct: 40, cpu_pressure_ms_s: 5, memory_pressure_ms_s: 6, io_pressure_ms_s: 7,
+    throughput: 8, latency_ms: { p99: 9 } };
+  const want = { cpu: 0.5, mem: 12, "io-read": 1, "io-write": 2, iops: 30, "work-iops": 4, pids: 3, throttled: 60,
+    "throttled-periods": 40, pressure: 5, "memory-pressure": 6, "io-pressure": 7, throughput: 8, latency: 9 };
+  for (const m of metrics) assert.equal(m.get(sample), want[m.key], m.key);
+  const lane = { chart_limits: { cpu: 0.5, mem_mib: 64, read_mib_s: 0, write_mib_s: 20, io_requests_s: 0, pids: 0 } };
+  assert.equal(metrics.find((m) => m.key === "cpu").limit(lane), 0.5);
+  assert.equal(metrics.find((m) => m.key === "io-write").limit(lane), 20);
+  assert.equal(metrics.find((m) => m.key === "io-read").limit(lane), null);
+});
+
+test("charts a run cannot fill are not drawn", () => {
+  const run = { lanes: [{ load: false, disk: false }], missing_signals: [{ signal: "cpu_pressure" }] };
+  const keys = shownMetrics(run).map((m) => m.key);
+  assert.ok(keys.includes("cpu"));
+  assert.ok(!keys.includes("pressure") && !keys.includes("latency") && !keys.includes("work-iops"));
+  run.lanes.push({ load: true, disk: true });
+  const more = shownMetrics(run).map((m) => m.key);
+  assert.ok(more.includes("latency") && more.includes("work-iops"));
+});
