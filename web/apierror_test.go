@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -249,6 +248,13 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 		paths := []string{"/api/runs", "/api/engines", "/api/host", "/api/labs"}
 		for _, v := range m.Archive().List("", 5) {
 			paths = append(paths, "/api/runs/"+v.ID, "/api/runs/"+v.ID+"/export?format=json", "/api/runs/"+v.ID+"/export?format=lab")
+			if v.Series != nil && v.Series.ID == v.ID {
+				paths = append(paths, "/api/series/"+v.ID)
+				sv, _ := m.Archive().Series(v.ID)
+				if nulls := nullLists(reflect.ValueOf(sv), ""); len(nulls) > 0 {
+					t.Errorf("%s /api/series: null lists %v", when, nulls)
+				}
+			}
 		}
 		for _, p := range paths {
 			res, err := testClient.Get(srv.URL + p)
@@ -271,18 +277,18 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 		}
 	}
 	check("new store")
-	status, b := postJSON(t, srv.URL+"/api/runs", `{"name": "short", "duration": "10s", "lanes": [{"workload": {"kind": "spin", "seconds": 0.3}, "limits": {"cpus": "0.5"}}]}`)
+	status, b := postJSON(t, srv.URL+"/api/runs", `{"name": "short", "duration": "10s", "repeat": 2, "lanes": [{"workload": {"kind": "spin", "seconds": 0.3}, "limits": {"cpus": "0.5"}}]}`)
 	if status != http.StatusCreated {
 		t.Fatalf("%d %s", status, b)
 	}
 	var created struct{ ID string }
 	_ = json.Unmarshal(b, &created)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if v, ok := m.Archive().View(created.ID); ok && v.State == runner.StateDone {
+		if sv, ok := m.Archive().Series(created.ID); ok && sv.Done == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the run never ended")
+			t.Fatal("the series never ended")
 		}
 	}
 	check("after a run")

@@ -94,11 +94,11 @@ type Comparison struct {
 
 // Compare sets every lane against the first, with Welch's t-test.
 func Compare(lanes []SeriesLane, unit string) []Comparison {
+	out := []Comparison{} // [] on the wire, never null
 	if len(lanes) < 2 {
-		return nil
+		return out
 	}
 	base := lanes[0]
-	var out []Comparison
 	for _, l := range lanes[1:] {
 		c := Comparison{Lane: l.Name, Against: base.Name}
 		if base.Stats.Mean != 0 {
