@@ -103,6 +103,31 @@ export function createCharts(el, runID, getRun) {
     return { m, u, data, box, nonzero: 0 };
   });
 
+  // The host band: what else used the CPUs while the run ran (other work
+  // than the run, the server and the engine) and what the hypervisor
+  // stole, in cores, where the server reads the engine's host.
+  let host = null;
+  if (first.noise && first.noise.measured) {
+    const box = document.createElement("div");
+    box.className = "chart host-band";
+    box.setAttribute("data-testid", "chart-host");
+    const h = document.createElement("h3");
+    h.textContent = "Host: other work than this run, and steal (cores)";
+    box.appendChild(h);
+    el.appendChild(box);
+    const hx = [];
+    const data = [hx, [], []];
+    const u = new uPlot({
+      width: Math.max(360, box.clientWidth || 600), height: 120,
+      scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 0.5)] } },
+      axes: [{ label: "seconds" }, {}],
+      series: [{ label: "t (s)", value: (u, v) => fmt(v, 2) },
+        { label: "other work", stroke: "#6b4e2e", width: 2, points: { show: false }, value: (u, v) => fmt(v, 2) },
+        { label: "steal", stroke: "#b3261e", width: 1, dash: [4, 4], points: { show: false }, value: (u, v) => fmt(v, 2) }],
+    }, data, box);
+    host = { u, data, box, n: 0 };
+  }
+
   // showZoom sets a chart's x range to the zoom and notes, per lane, how
   // far its values swing within it (data-spread, for the tests).
   const showZoom = (c) => {
@@ -127,6 +152,10 @@ export function createCharts(el, runID, getRun) {
         c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
       });
       el.dataset.points = String(xs.length);
+      if (host) {
+        host.u.setData(host.data);
+        host.box.dataset.points = String(host.n);
+      }
     });
   };
 
@@ -147,6 +176,15 @@ export function createCharts(el, runID, getRun) {
           if (c.m.expected) c.data[1 + 2 * n + i].push(s ? c.m.expected(l) : null);
         });
       });
+      redraw();
+    },
+    // addHost appends one tick of the host's load to the host band.
+    addHost(h) {
+      if (!host) return;
+      host.data[0].push(h.t);
+      host.data[1].push(h.foreign_cores);
+      host.data[2].push(h.steal_cores);
+      host.n++;
       redraw();
     },
     // zoomTo narrows the zoomable charts to a second of lane k's life, or

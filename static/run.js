@@ -82,6 +82,7 @@ paintSwatches();
 follow(id, {
   onRun,
   onSamples: (samples) => { if (charts) charts.add(samples); },
+  onHost: (h) => { if (charts) charts.addHost(h); },
   onRestart: () => { run = null; },
   ended: () => run && run.ended,
 });

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/limitlab/limitlab/internal/enginetest"
 )
 
 // chromiumPath is Debian's Chromium; LIMITLAB_CHROMIUM overrides it. No
@@ -248,4 +251,43 @@ func browserStart(t *testing.T, ctx context.Context, base, spec string) string {
 	js := `fetch("/api/runs", {method: "POST", headers: {"Content-Type": "application/json"}, body: ` + strconv.Quote(spec) +
 		`}).then(async (r) => { const b = await r.json(); if (r.status !== 201) throw new Error(JSON.stringify(b)); return b.id; })`
 	return run(t, ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+}
+
+// A run beside two busy loops outside Docker: its page shows the host
+// band, the host's load in the results, and the verdict inconclusive.
+func TestBrowserShowsANoisyHost(t *testing.T) {
+	srv, m := newServer(t)
+	_, stop := enginetest.BusyLoops(t, 2)
+	status, b := postJSON(t, srv.URL+"/api/runs", `{"name": "ladder beside busy loops", "mode": "sequential", "duration": "60s", "lanes": [
+	  {"name": "cpus=1", "workload": {"kind": "md5", "mb": 400}, "limits": {"cpus": "1"}},
+	  {"name": "cpus=.5", "workload": {"kind": "md5", "mb": 200}, "limits": {"cpus": "0.5"}}]}`)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, b)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal(b, &created)
+	enginetest.WaitFor(t, 2*time.Minute, "the run's end", func() bool { v, ok := m.Archive().View(created.ID); return ok && v.Ended })
+	stop()
+	v, _ := m.Archive().View(created.ID)
+	if v.Verdict == nil || !v.Verdict.Inconclusive {
+		t.Fatalf("beside two busy loops the verdict is %+v (noise %+v)", v.Verdict, v.Noise)
+	}
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/runs/"+created.ID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="verdict"]`)),
+		void(chromedp.Poll[bool](`Number((document.querySelector('[data-testid="chart-host"]') || {dataset: {}}).dataset.points || 0) > 4`,
+			chromedp.WithPollingTimeout(30*time.Second)))); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="verdict"]').dataset.inconclusive`)); got != "yes" {
+		t.Errorf("the verdict's data-inconclusive is %q", got)
+	}
+	if h := liveText(t, ctx, `[data-testid="verdict"] h3`); !strings.Contains(h, "inconclusive") {
+		t.Errorf("the verdict's heading %q", h)
+	}
+	if n := liveText(t, ctx, `[data-testid="host-noise"]`); !strings.Contains(n, "busy before the run") || !strings.Contains(n, "cores of other work") {
+		t.Errorf("the host's load in the results: %q", n)
+	}
+	shot := run(t, ctx, chromedp.FullScreenshot(80))
+	_ = os.WriteFile(screenshotPath(t, "noisy-host.jpg"), shot, 0o644)
 }

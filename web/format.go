@@ -229,3 +229,41 @@ func engineName(v runner.RunView) string {
 	}
 	return v.Engine
 }
+
+// noisy says whether the host's own load around a run was enough to
+// mention as a warning: the quiet check found the host busy, or a quarter
+// of a CPU of other work on average while it ran.
+func noisy(n *runner.HostNoise) bool {
+	return n.Measured && ((n.Quiet != nil && n.Quiet.Busy) || n.ForeignCores+n.StealCores >= 0.25)
+}
+
+// noiseText is the results' line on the host's own load: the quiet check
+// before the run, foreign load and steal while it ran, and each lane's
+// wait for a CPU.
+func noiseText(v runner.RunView) string {
+	n := v.Noise
+	if !n.Measured {
+		return "Host load: " + n.Note + "."
+	}
+	var b strings.Builder
+	b.WriteString("Host load: ")
+	if q := n.Quiet; q != nil {
+		state := "quiet"
+		if q.Busy {
+			state = "busy"
+		}
+		fmt.Fprintf(&b, "%s before the run (%.2f cores of other work, %.2f stolen, over a second); ", state, q.ForeignCores, q.StealCores)
+	}
+	fmt.Fprintf(&b, "while it ran, %.2f cores of other work than this run, the server and the engine on average (%.2f at the most), and %.2f stolen by the hypervisor.",
+		n.ForeignCores, n.PeakForeign, n.StealCores)
+	var waits []string
+	for _, l := range v.Lanes {
+		if l.WaitSeconds != nil {
+			waits = append(waits, fmt.Sprintf("%s %.2f s", l.Name, *l.WaitSeconds))
+		}
+	}
+	if len(waits) > 0 {
+		b.WriteString(" Time the lanes' threads waited, runnable, for a CPU: " + strings.Join(waits, ", ") + ".")
+	}
+	return b.String()
+}

@@ -221,8 +221,8 @@ func TestExportImportGivesTheSameResultsTable(t *testing.T) {
 	for _, r := range rows[1:] {
 		lanes[r[2]]++
 	}
-	if lanes["half"] < 4 || lanes["tenth"] < 4 || len(lanes) != 2 {
-		t.Errorf("csv rows per lane %v, want samples of both lanes", lanes)
+	if lanes["half"] < 4 || lanes["tenth"] < 4 || lanes["host"] < 4 || len(lanes) != 3 {
+		t.Errorf("csv rows per lane %v, want samples of both lanes and of the host's load", lanes)
 	}
 
 	for _, bad := range []string{`{"format": "other"}`, `not json`, `{"format": "limitlab-run", "version": 1, "run": {"spec": {"lanes": [{"workload": {"kind": "nope"}}]}}}`} {

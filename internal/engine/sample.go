@@ -44,6 +44,11 @@ type Sample struct {
 	CPUPressure *float64 `json:"cpu_pressure_ms_s,omitempty"`
 	MemPressure *float64 `json:"memory_pressure_ms_s,omitempty"`
 	IOPressure  *float64 `json:"io_pressure_ms_s,omitempty"`
+	// Wait is how long the lane's threads waited, runnable, for a CPU, in
+	// milliseconds per second (summed over its threads), where the server
+	// sees the engine's host: a lane that wanted CPU and did not get it,
+	// whatever took it.
+	Wait *float64 `json:"wait_ms_s,omitempty"`
 	Progress
 }
 
@@ -89,6 +94,10 @@ func MakeSample(lane int, t float64, prev, cur Counters, p Progress) Sample {
 		MemPressure:      stall(prev.MemPressureUs, cur.MemPressureUs),
 		IOPressure:       stall(prev.IOPressureUs, cur.IOPressureUs),
 		Progress:         p,
+	}
+	if prev.HasRunDelay && cur.HasRunDelay {
+		w := perS(prev.RunDelayNs, cur.RunDelayNs) / 1e6
+		s.Wait = &w
 	}
 	s.IORequests = s.ReadIOPS + s.WriteIOPS
 	if s.Periods > 0 {

@@ -29,6 +29,12 @@ type Counters struct {
 	// (cgroup v1, engine stats).
 	PressureUs, MemPressureUs, IOPressureUs uint64
 	HasPressure                             bool
+	// RunDelayNs is how long the container's first process's threads
+	// have waited, runnable, for a CPU (/proc/<pid>/task/*/schedstat),
+	// where the server sees the engine's host; HasRunDelay says it was
+	// read.
+	RunDelayNs  uint64
+	HasRunDelay bool
 }
 
 // Fell says whether any of c's cumulative counters is below prev's.

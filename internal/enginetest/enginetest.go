@@ -260,3 +260,28 @@ func StartLane(t testing.TB, eng engine.Engine, image, runID string, lane experi
 	}
 	return c, ins.Container.State.Pid
 }
+
+// BusyLoops starts n shell busy loops outside Docker, as other work on
+// the host would be, and stops them at the test's end or when stop is
+// called.
+func BusyLoops(t testing.TB, n int) (pids []int, stop func()) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	for range n {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+		pids = append(pids, c.Process.Pid)
+	}
+	stop = func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		cmds = nil
+	}
+	t.Cleanup(stop)
+	return pids, stop
+}

@@ -20,6 +20,10 @@ type Verdict struct {
 	Measured    []float64 `json:"measured"`
 	Tolerance   float64   `json:"tolerance"`
 	Explanation string    `json:"explanation"`
+	// Inconclusive says the host's own load could have decided the
+	// verdict (JudgeNoise); Noise says what was busy and how much.
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Noise        string `json:"noise,omitempty"`
 }
 
 // JudgedBy is the verdict a run of the plan is judged by: its lab's, or
@@ -141,3 +145,85 @@ func ratios(xs []float64) string {
 }
 
 func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
+
+// NoiseEffect is the share of its CPU each of the lanes that ran together
+// in a window kept under a foreign load of foreign cores (other work on
+// the host, and the hypervisor's steal). The foreign cores were measured
+// taken, so the model allots the CPUs to the lanes alone, and again with
+// what is left once a competitor has its foreign cores first: 1 for a
+// lane that lost nothing (a host with CPU to spare), less for one that
+// lost some.
+func NoiseEffect(lanes []CPUDemand, ncpu int, foreign float64) []float64 {
+	kept := make([]float64, len(lanes))
+	for i := range kept {
+		kept[i] = 1
+	}
+	if foreign <= 0 || len(lanes) == 0 {
+		return kept
+	}
+	alone := Allot(lanes, ncpu)
+	// A weight no lane's shares come near: it is served first.
+	taken := CPUDemand{Threads: foreign, Quota: foreign, Shares: 1 << 40}
+	with := Allot(append(append([]CPUDemand{}, lanes...), taken), ncpu)
+	for i, a := range alone {
+		if a > 0 {
+			kept[i] = with[i] / a
+		}
+	}
+	return kept
+}
+
+// NoisyRow is one row a verdict judged: the lanes that ran together in
+// its window, the one among them the row measures, and the host's load
+// there (means, in cores).
+type NoisyRow struct {
+	Name           string // "the window every lane ran in", "phase 2", a lane's name
+	Lanes          []CPUDemand
+	Lane           int
+	Foreign, Steal float64
+}
+
+// JudgeNoise makes a verdict inconclusive where the host's load could
+// have moved its metric past the tolerance: each row's figure is taken
+// relative to the first row's, so the load moves a row's ratio by the
+// share of CPU its lane kept against the share the first row's kept (the
+// inverse for wall time). It names the row, what was busy and how much.
+// A verdict not judged, or whose metric is not CPU time, is left as it is.
+func JudgeNoise(v Verdict, ncpu int, rows []NoisyRow) Verdict {
+	if !v.Judged || len(rows) == 0 || (v.Metric != MetricCPU && v.Metric != MetricWallTime && v.Metric != MetricPhaseRecovery) {
+		return v
+	}
+	kept := make([]float64, len(rows))
+	for i, r := range rows {
+		kept[i] = NoiseEffect(r.Lanes, ncpu, r.Foreign+r.Steal)[r.Lane]
+	}
+	worst, at := 0.0, -1
+	for i := range rows {
+		moved := math.Inf(1)
+		if kept[i] > 0 && kept[0] > 0 {
+			moved = kept[i] / kept[0]
+			if v.Metric == MetricWallTime {
+				moved = kept[0] / kept[i]
+			}
+			moved = math.Abs(moved - 1)
+		}
+		if moved > worst {
+			worst, at = moved, i
+		}
+	}
+	if at < 0 || worst <= v.Tolerance {
+		return v
+	}
+	busiest := 0
+	for i, r := range rows {
+		if r.Foreign+r.Steal > rows[busiest].Foreign+rows[busiest].Steal {
+			busiest = i
+		}
+	}
+	b := rows[busiest]
+	v.Inconclusive, v.Pass = true, false
+	v.Noise = fmt.Sprintf("the host was too busy to judge: %.2f cores of other work than this run and %.2f of steal in %s could have moved %s by %s, more than the tolerance of %s",
+		b.Foreign, b.Steal, b.Name, rows[at].Name, percent(min(worst, 9.99)), percent(v.Tolerance))
+	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
+	return v
+}

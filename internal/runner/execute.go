@@ -13,7 +13,8 @@ import (
 // execution is one Execute of a run: the work of carrying the plan out,
 // apart from the run's handle that pages and the workshop hold.
 type execution struct {
-	r *Run
+	r    *Run
+	load *hostLoad // nil where the engine's host is not this machine
 }
 
 // Execute runs the plan to its end; ctx ending stops it as the server
@@ -32,12 +33,21 @@ func (r *Run) Execute(ctx context.Context) {
 		cancel()
 	}
 	r.st.state, r.st.queuePos = StateRunning, 0
-	r.st.start = time.Now()
+	r.mu.Unlock()
+	x := &execution{r: r}
+	var quiet *QuietCheck
+	if r.env.Host.ReadsHostLoad() {
+		// A second of the host's own load before any lane exists: a busy
+		// host is said on the page while the run runs.
+		r.publishView()
+		quiet, x.load = quietCheck(ctx), newHostLoad()
+	}
+	r.mu.Lock()
+	r.st.start, r.st.quiet = time.Now(), quiet
 	r.mu.Unlock()
 	r.save()
 	r.publishView()
 
-	x := &execution{r: r}
 	state, msg := x.runLanes(ctx, log)
 	x.removeAll(log)
 	x.finish(state, msg)

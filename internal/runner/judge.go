@@ -173,7 +173,63 @@ func (x *execution) judgeLocked() {
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
+	if x.load != nil {
+		v = experiments.JudgeNoise(v, host.NCPU, x.noiseRowsLocked(v.Metric, from, to))
+	}
 	r.st.verdict = &v
+}
+
+// noiseRowsLocked are the rows a verdict of metric judges, each with the
+// lanes that ran in its window and the host's load there: for lanes that
+// ran together, each lane in the window every lane ran in (from, to); for
+// lanes one after another, each alone in its own time; for phases, the
+// first lane in each of its phases beside the lanes running then. r.mu is
+// held.
+func (x *execution) noiseRowsLocked(metric string, from, to float64) []experiments.NoisyRow {
+	r := x.r
+	h := r.env.Host.ModelHost()
+	lanes := r.st.lanes
+	demand := func(i int) experiments.CPUDemand {
+		return experiments.DemandOn(r.plan.Lanes[i].Workload, lanes[i].atStart, h)
+	}
+	row := func(name string, in []int, lane int, from, to float64) experiments.NoisyRow {
+		nr := experiments.NoisyRow{Name: name}
+		for _, i := range in {
+			if i == lane {
+				nr.Lane = len(nr.Lanes)
+			}
+			nr.Lanes = append(nr.Lanes, demand(i))
+		}
+		nr.Foreign, nr.Steal = meanLoad(r.st.host, from, to)
+		return nr
+	}
+	var rows []experiments.NoisyRow
+	switch {
+	case metric == experiments.MetricPhaseRecovery && len(lanes) > 0:
+		for _, p := range lanes[0].phases {
+			mid := (p.FromSeconds + p.ToSeconds) / 2
+			var in []int
+			for i, l := range lanes {
+				if l.startedAt <= mid && (l.endedAt == 0 || l.endedAt >= mid) {
+					in = append(in, i)
+				}
+			}
+			rows = append(rows, row(p.Name, in, 0, p.FromSeconds, p.ToSeconds))
+		}
+	case r.plan.Mode == experiments.Parallel:
+		all := make([]int, len(lanes))
+		for i := range all {
+			all[i] = i
+		}
+		for i := range lanes {
+			rows = append(rows, row("the window every lane ran in", all, i, from, to))
+		}
+	default:
+		for i, l := range lanes {
+			rows = append(rows, row(r.plan.Lanes[i].Name+"'s run", []int{i}, i, l.startedAt, l.endedAt))
+		}
+	}
+	return rows
 }
 
 // unjudgeable is the verdict of a run whose samples lack a signal its

@@ -67,7 +67,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		progress = engine.OpenProgress(pid)
 	}
 	x.setLane(i, func(l *laneState) {
-		l.reader, l.every, l.source, l.kernel, l.progress = rd, every, source, kernel, progress
+		l.reader, l.every, l.source, l.kernel, l.progress, l.pid = rd, every, source, kernel, progress, pid
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
 		}
@@ -124,6 +124,11 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		// include the runtime's start-up.
 		l.wall, l.user, l.sys = s.WallS, s.UserS, s.SysS
 		l.throughput, l.iops = s.Throughput, s.IOPS
+		// What it used after its last reading is the run's, not the
+		// host's foreign load: the next host sample counts it.
+		if extra := (s.UserS+s.SysS)*1e9 - float64(l.prev.CPUNs); extra > 0 {
+			r.st.unsampledNs += uint64(extra)
+		}
 	} else if l.wall > 0 {
 		l.throughput = l.done / l.wall
 	}

@@ -35,13 +35,14 @@ func (x *execution) sampleOnce(now time.Time) {
 		i        int
 		rd       engine.Reader
 		progress *engine.ProgressReader
+		pid      int
 	}
 	var jobs []job
 	r.mu.Lock()
 	start := r.st.start
 	for i, l := range r.st.lanes {
 		if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
-			jobs = append(jobs, job{i, l.reader, l.progress})
+			jobs = append(jobs, job{i, l.reader, l.progress, l.pid})
 		}
 	}
 	r.mu.Unlock()
@@ -74,6 +75,14 @@ func (x *execution) sampleOnce(now time.Time) {
 		}()
 	}
 	reads.Wait()
+	if x.load != nil {
+		for k, j := range jobs {
+			if errs[k] == nil && j.pid > 0 {
+				counters[k].RunDelayNs, counters[k].HasRunDelay = engine.RunDelay(procRoot, j.pid)
+			}
+		}
+	}
+	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
 	r.mu.Lock()
 	phased := r.bounds != nil
@@ -93,6 +102,10 @@ func (x *execution) sampleOnce(now time.Time) {
 			continue
 		}
 		if l.hasPrev {
+			lanesNs += c.CPUNs - l.prev.CPUNs
+			if c.HasRunDelay && l.prev.HasRunDelay && c.RunDelayNs >= l.prev.RunDelayNs {
+				l.waitNs += c.RunDelayNs - l.prev.RunDelayNs
+			}
 			p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
 			if l.latency != nil {
 				p.LatencyMs, p.Failures = l.latency, l.failures
@@ -116,9 +129,19 @@ func (x *execution) sampleOnce(now time.Time) {
 		l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	}
 	moved := len(batch) > 0 && r.st.guide.advance(r.st.lanes, now.Sub(start).Seconds())
+	lanesNs += r.st.unsampledNs
+	r.st.unsampledNs = 0
 	r.mu.Unlock()
 	if len(batch) > 0 {
 		r.pub.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
+	}
+	if x.load != nil {
+		if hs, ok := x.load.sample(time.Now(), now.Sub(start).Seconds(), lanesNs); ok {
+			r.mu.Lock()
+			r.st.host = append(r.st.host, hs)
+			r.mu.Unlock()
+			r.pub.publish(Message{Type: KindHost, Host: &hs})
+		}
 	}
 	if moved {
 		r.publishView()

@@ -61,6 +61,13 @@ type runState struct {
 	verdict   *experiments.Verdict
 	guide     guide
 	jitter    jitter // the samples' interval errors
+	// host is the host's load at each tick, where it is read; quiet the
+	// quiet check before the first lane was created.
+	host  []HostSample
+	quiet *QuietCheck
+	// unsampledNs is CPU time lanes used after their last reading, as
+	// they ended: the next host sample counts it as the run's.
+	unsampledNs uint64
 }
 
 // laneState is one lane's live state: what it is, what the engine
@@ -76,6 +83,8 @@ type laneState struct {
 	warnings  []string
 	source    string // where its counters come from
 	err       string
+	pid       int    // its container's first process, where the server sees it
+	waitNs    uint64 // its threads' time waiting for a CPU, from its first to its last reading
 
 	startedAt, endedAt float64 // seconds since the run started
 	wall, user, sys    float64

@@ -60,7 +60,11 @@ type LaneResult struct {
 	Periods          uint64   `json:"periods"`
 	ThrottledPeriods uint64   `json:"throttled_periods"`
 	ThrottledSeconds float64  `json:"throttled_seconds"`
-	StatsSource      string   `json:"stats_source,omitempty"`
+	// WaitSeconds is how long the lane's threads waited, runnable, for a
+	// CPU while it was sampled (summed over its threads); nil where the
+	// server does not see the engine's host.
+	WaitSeconds *float64 `json:"wait_seconds,omitempty"`
+	StatsSource string   `json:"stats_source,omitempty"`
 	// A load lane's totals, like ab's: requests = successes + failures.
 	Requests  int64         `json:"requests,omitempty"`
 	Failures  int64         `json:"failures,omitempty"`
@@ -148,6 +152,10 @@ type RunView struct {
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
 	// Sampling says how the samples kept to the interval.
 	Sampling *SamplingView `json:"sampling,omitempty"`
+	// Noise is the host's own load around the run: the quiet check before
+	// it and the foreign load and steal while it ran (an imported run's
+	// may be absent).
+	Noise *HostNoise `json:"noise,omitempty"`
 	// Series is the run's place among a spec's repeats.
 	Series *Series `json:"series,omitempty"`
 	// Steps are a guided lab's steps and where each is.
@@ -165,6 +173,7 @@ func (r *Run) viewLocked() RunView {
 		PhaseBounds: r.bounds, Verdict: s.verdict,
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
 		Steps: s.guide.views(), Series: r.series, Sampling: s.jitter.view(r.interval),
+		Noise: ptrTo(noiseOf(s.host, s.quiet, r.env.Host.ReadsHostLoad())),
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()
@@ -200,6 +209,10 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 		Periods: l.totals.Periods, ThrottledPeriods: l.totals.ThrottledPeriods,
 		ThrottledSeconds: float64(l.totals.ThrottledNs) / 1e9,
 	}
+	if l.prev.HasRunDelay {
+		w := float64(l.waitNs) / 1e9
+		lv.WaitSeconds = &w
+	}
 	if l.id != "" {
 		lv.Container = l.id[:min(12, len(l.id))]
 	}
@@ -230,6 +243,8 @@ const (
 	KindRun MessageKind = "run"
 	// KindSamples carries a batch of samples, on every tick.
 	KindSamples MessageKind = "samples"
+	// KindHost carries the host's load over a tick, where it is read.
+	KindHost MessageKind = "host"
 	// KindFeatured names the featured run, on the presenter's stream.
 	KindFeatured MessageKind = "featured"
 )
@@ -240,6 +255,8 @@ type Message struct {
 	Type    MessageKind     `json:"type"`
 	Run     *RunView        `json:"run,omitempty"`
 	Samples []engine.Sample `json:"samples,omitempty"`
+	// Host is the host's load over a tick, in a KindHost message.
+	Host *HostSample `json:"host,omitempty"`
 	// ID is the featured run's, in a KindFeatured message.
 	ID string `json:"id,omitempty"`
 	// SentUs is when a batch of samples was published, in microseconds
@@ -298,3 +315,5 @@ func liveFlags(r experiments.Resources) map[string]string {
 	}
 	return out
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -31,18 +31,20 @@ type wireCounters struct {
 	MemPressureUs    uint64    `json:"memory_pressure_us"`
 	IOPressureUs     uint64    `json:"io_pressure_us"`
 	HasPressure      bool      `json:"has_pressure"`
+	RunDelayNs       uint64    `json:"run_delay_ns"`
+	HasRunDelay      bool      `json:"has_run_delay"`
 }
 
 func toWire(c engine.Counters) wireCounters {
 	return wireCounters{At: c.At, CPUNs: c.CPUNs, UserNs: c.UserNs, SysNs: c.SysNs, Periods: c.Periods, ThrottledPeriods: c.ThrottledPeriods,
 		ThrottledNs: c.ThrottledNs, MemBytes: c.MemBytes, MemLimit: c.MemLimit, ReadBytes: c.ReadBytes, WriteBytes: c.WriteBytes,
 		ReadOps: c.ReadOps, WriteOps: c.WriteOps, Pids: c.Pids, PressureUs: c.PressureUs, MemPressureUs: c.MemPressureUs,
-		IOPressureUs: c.IOPressureUs, HasPressure: c.HasPressure}
+		IOPressureUs: c.IOPressureUs, HasPressure: c.HasPressure, RunDelayNs: c.RunDelayNs, HasRunDelay: c.HasRunDelay}
 }
 
 func fromWire(w wireCounters) engine.Counters {
 	return engine.Counters{At: w.At, CPUNs: w.CPUNs, UserNs: w.UserNs, SysNs: w.SysNs, Periods: w.Periods, ThrottledPeriods: w.ThrottledPeriods,
 		ThrottledNs: w.ThrottledNs, MemBytes: w.MemBytes, MemLimit: w.MemLimit, ReadBytes: w.ReadBytes, WriteBytes: w.WriteBytes,
 		ReadOps: w.ReadOps, WriteOps: w.WriteOps, Pids: w.Pids, PressureUs: w.PressureUs, MemPressureUs: w.MemPressureUs,
-		IOPressureUs: w.IOPressureUs, HasPressure: w.HasPressure}
+		IOPressureUs: w.IOPressureUs, HasPressure: w.HasPressure, RunDelayNs: w.RunDelayNs, HasRunDelay: w.HasRunDelay}
 }

@@ -55,7 +55,11 @@ func (a *Archive) Export(id string) (Export, error) {
 var csvHeader = []string{"run", "lane", "lane_name", "t_s", "dt_s", "cpu_cores", "mem_mib", "mem_limit_mib",
 	"read_mib_per_s", "write_mib_per_s", "read_iops", "write_iops", "pids", "cfs_periods", "cfs_throttled_periods",
 	"cfs_throttled_ms_per_s", "throughput", "workload_iops", "cpu_pressure_ms_per_s", "latency_p50_ms", "latency_p90_ms",
-	"latency_p99_ms", "latency_max_ms", "failures", "memory_pressure_ms_per_s", "io_pressure_ms_per_s"}
+	"latency_p99_ms", "latency_max_ms", "failures", "memory_pressure_ms_per_s", "io_pressure_ms_per_s", "wait_ms_per_s",
+	"host_foreign_cores", "host_steal_cores"}
+
+// csvHostLane is the lane column of a row of the host's own load.
+const csvHostLane = "host"
 
 // WriteCSV writes a run's samples, one row per sample per lane.
 func (a *Archive) WriteCSV(w io.Writer, id string) error {
@@ -71,7 +75,19 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
 	for _, raw := range history {
 		var msg runner.Message
-		if json.Unmarshal(raw, &msg) != nil || msg.Type != runner.KindSamples {
+		if json.Unmarshal(raw, &msg) != nil {
+			continue
+		}
+		if h := msg.Host; msg.Type == runner.KindHost && h != nil {
+			row := make([]string, len(csvHeader))
+			row[0], row[1], row[2], row[3], row[4] = v.ID, csvHostLane, csvHostLane, f(h.T), f(h.DT)
+			row[27], row[28] = f(h.ForeignCores), f(h.StealCores)
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+			continue
+		}
+		if msg.Type != runner.KindSamples {
 			continue
 		}
 		for _, s := range msg.Samples {
@@ -81,8 +97,8 @@ func (a *Archive) WriteCSV(w io.Writer, id string) error {
 			}
 			row := []string{v.ID, strconv.Itoa(s.Lane), name, f(s.T), f(s.DT), f(s.CPU), f(s.MemMiB), f(s.MemLimitMiB),
 				f(s.ReadMiBs), f(s.WriteMiBs), f(s.ReadIOPS), f(s.WriteIOPS), u(s.Pids), u(s.Periods), u(s.ThrottledPeriods),
-				f(s.ThrottledMsPerS), f(s.Throughput), f(s.WorkIOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10), "", ""}
-			for col, p := range map[int]*float64{18: s.CPUPressure, 24: s.MemPressure, 25: s.IOPressure} {
+				f(s.ThrottledMsPerS), f(s.Throughput), f(s.WorkIOPS), "", "", "", "", "", strconv.FormatInt(s.Failures, 10), "", "", "", "", ""}
+			for col, p := range map[int]*float64{18: s.CPUPressure, 24: s.MemPressure, 25: s.IOPressure, 26: s.Wait} {
 				if p != nil {
 					row[col] = f(*p)
 				}

@@ -75,6 +75,12 @@ func (a *Archive) Import(e Export) (string, error) {
 				}
 			}
 			msg = runner.Message{Type: runner.KindSamples, Samples: msg.Samples, SentUs: msg.SentUs}
+		case runner.KindHost:
+			h := msg.Host
+			if h == nil || !finite(h.T, h.DT, h.ForeignCores, h.StealCores) || h.ForeignCores < 0 || h.StealCores < 0 || h.DT < 0 {
+				return "", invalid("import: stream message %d: a host sample that is not one (%+v)", i, h)
+			}
+			msg = runner.Message{Type: runner.KindHost, Host: h}
 		case runner.KindRun:
 			if msg.Run == nil {
 				return "", invalid("import: stream message %d: a run message without a run", i)
@@ -321,4 +327,14 @@ func printable(s string) string {
 		}
 		return -1
 	}, s)
+}
+
+// finite says whether every x is a number: neither NaN nor infinite.
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,87 @@
+package experiments
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestNoiseEffect(t *testing.T) {
+	one := CPUDemand{Threads: 1}
+	for _, c := range []struct {
+		name    string
+		lanes   []CPUDemand
+		foreign float64
+		want    []float64
+	}{
+		{"a CPU to spare takes the load", []CPUDemand{one}, 0.5, []float64{1}},
+		{"busy loops that took 4/3 of a CPU beside one lane", []CPUDemand{one}, 4.0 / 3, []float64{2.0 / 3}},
+		{"a little beside two lanes that fill the host", []CPUDemand{one, one}, 0.2, []float64{0.9, 0.9}},
+		{"a lane under its quota keeps it", []CPUDemand{{Threads: 1, Quota: 0.5}}, 1.5, []float64{1}},
+		{"no load", []CPUDemand{one, one}, 0, []float64{1, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := NoiseEffect(c.lanes, 2, c.foreign)
+			for i := range c.want {
+				if math.Abs(got[i]-c.want[i]) > 1e-9 {
+					t.Errorf("kept %v, want %v", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestJudgeNoise(t *testing.T) {
+	one := CPUDemand{Threads: 1}
+	capped := CPUDemand{Threads: 1, Quota: 0.25}
+	// The noisy-neighbour lab's phases, the victim first: alone, beside
+	// two burners, beside the burners throttled.
+	phases := func(foreign float64) []NoisyRow {
+		return []NoisyRow{
+			{Name: "phase 1", Lanes: []CPUDemand{one}, Foreign: foreign},
+			{Name: "phase 2", Lanes: []CPUDemand{one, one, one}, Foreign: foreign},
+			{Name: "phase 3", Lanes: []CPUDemand{one, capped, capped}, Foreign: foreign},
+		}
+	}
+	v := Verdict{Judged: true, Metric: MetricPhaseRecovery, Tolerance: 0.2, Explanation: "not as predicted"}
+	if got := JudgeNoise(v, 2, phases(0.05)); got.Inconclusive {
+		t.Errorf("a quiet host: %+v", got)
+	}
+	busy := JudgeNoise(v, 2, phases(1.3))
+	if !busy.Inconclusive || busy.Pass || !strings.Contains(busy.Noise, "1.30 cores") ||
+		!strings.HasPrefix(busy.Explanation, "inconclusive: ") || !strings.Contains(busy.Explanation, "What was measured: not as predicted") {
+		t.Errorf("two busy loops beside the lab: %+v", busy)
+	}
+	// Lanes that each want more than they get lose alike: their ratios
+	// do not move.
+	shares := Verdict{Judged: true, Pass: true, Metric: MetricCPU, Tolerance: 0.1}
+	lanes := []CPUDemand{{Threads: 2, Shares: 512}, {Threads: 2, Shares: 1024}}
+	var rows []NoisyRow
+	for i := range lanes {
+		rows = append(rows, NoisyRow{Name: "the window every lane ran in", Lanes: lanes, Lane: i, Foreign: 0.3})
+	}
+	if got := JudgeNoise(shares, 2, rows); got.Inconclusive {
+		t.Errorf("a third of a CPU beside lanes that share the host by weight: %+v", got)
+	}
+	// But where one lane is held by its threads and the others are not,
+	// the load moves their ratio (the model's 1 : 2 : 3 becomes 1 : 2 : 4).
+	capped3 := []CPUDemand{{Threads: 1, Shares: 512}, {Threads: 1, Shares: 1024}, {Threads: 1, Shares: 2048}}
+	rows = rows[:0]
+	for i := range capped3 {
+		rows = append(rows, NoisyRow{Name: "the window every lane ran in", Lanes: capped3, Lane: i, Foreign: 0.3})
+	}
+	if got := JudgeNoise(shares, 2, rows); !got.Inconclusive {
+		t.Errorf("a third of a CPU beside a lane held at one thread: %+v", got)
+	}
+	// Sequential lanes alone, the first on a busy host: its wall time is
+	// the reference of the others.
+	wall := Verdict{Judged: true, Pass: true, Metric: MetricWallTime, Tolerance: 0.1}
+	seq := []NoisyRow{{Name: "cpus=1", Lanes: []CPUDemand{one}, Foreign: 1.5}, {Name: "cpus=.5", Lanes: []CPUDemand{{Threads: 1, Quota: 0.5}}}}
+	if got := JudgeNoise(wall, 2, seq); !got.Inconclusive || !strings.Contains(got.Noise, "cpus=1") {
+		t.Errorf("the reference lane beside a busy loop and a half: %+v", got)
+	}
+	io := JudgeNoise(Verdict{Judged: true, Pass: true, Metric: MetricIOLimit, Tolerance: 0.15}, 2, seq)
+	if io.Inconclusive {
+		t.Error("an IO verdict made inconclusive by CPU load")
+	}
+}

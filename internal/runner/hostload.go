@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+)
+
+// HostSample is the host's load over one tick of a run, in cores: what
+// other work than the run's lanes, this server and the engine used
+// (foreign), and what the hypervisor stole. The page draws it as the host
+// band under the charts.
+type HostSample struct {
+	T            float64 `json:"t"`  // seconds since the run started
+	DT           float64 `json:"dt"` // seconds since the previous host sample
+	ForeignCores float64 `json:"foreign_cores"`
+	StealCores   float64 `json:"steal_cores"`
+}
+
+// QuietCheck is the host's load in the second before a run's first lane
+// was created; Busy when it was enough to cost a lane CPU.
+type QuietCheck struct {
+	ForeignCores float64 `json:"foreign_cores"`
+	StealCores   float64 `json:"steal_cores"`
+	Busy         bool    `json:"busy"`
+}
+
+// quietBusy is the foreign load, in cores, above which the quiet check
+// calls the host busy: a quarter of a CPU taken from a lane moves most
+// labs' figures by more than their tolerance.
+const quietBusy = 0.25
+
+// procRoot is where the engine host's /proc is: this machine's, for a
+// local engine (engine.HostInfo.ReadsHostLoad).
+const procRoot = "/proc"
+
+// hostLoad follows the host's CPU at a run's ticks. It is the sampler's
+// alone (no lock).
+type hostLoad struct {
+	self       int
+	enginePids []int
+	foundAt    time.Time
+	prev       loadReading
+	has        bool
+}
+
+// loadReading is the host's CPU, this server's and the engine's at one
+// instant, in nanoseconds.
+type loadReading struct {
+	host         engine.HostCPU
+	self, engine uint64
+}
+
+// enginePidsEvery is how often the engine's processes are looked for
+// again: a shim appears with each lane's container.
+const enginePidsEvery = 2 * time.Second
+
+func newHostLoad() *hostLoad { return &hostLoad{self: os.Getpid()} }
+
+func (h *hostLoad) read(now time.Time) (loadReading, bool) {
+	if h.enginePids == nil || now.Sub(h.foundAt) >= enginePidsEvery {
+		h.enginePids, h.foundAt = engine.EnginePids(procRoot), now
+	}
+	hc, err := engine.ReadHostCPU(procRoot)
+	if err != nil {
+		return loadReading{}, false
+	}
+	r := loadReading{host: hc, self: engine.ProcessCPU(procRoot, h.self)}
+	for _, pid := range h.enginePids {
+		r.engine += engine.ProcessCPU(procRoot, pid)
+	}
+	return r, true
+}
+
+// sample reads the host at now and gives its load since the last reading,
+// the run's lanes having used lanesNs of CPU time since then; t is the
+// run's time. ok is false for the first reading.
+func (h *hostLoad) sample(now time.Time, t float64, lanesNs uint64) (HostSample, bool) {
+	cur, ok := h.read(now)
+	if !ok {
+		return HostSample{}, false
+	}
+	prev, had := h.prev, h.has
+	h.prev, h.has = cur, true
+	if !had {
+		return HostSample{}, false
+	}
+	return between(prev, cur, t, lanesNs), true
+}
+
+// between is the host's load from a to b: its busy CPU less the lanes',
+// this server's and the engine's, in cores (never below 0), and steal.
+func between(a, b loadReading, t float64, lanesNs uint64) HostSample {
+	dt := b.host.At.Sub(a.host.At).Seconds()
+	s := HostSample{T: t, DT: dt}
+	if dt <= 0 {
+		return s
+	}
+	busy := float64(b.host.Busy) - float64(a.host.Busy)
+	ours := float64(lanesNs) + float64(b.self) - float64(a.self) + float64(b.engine) - float64(a.engine)
+	s.ForeignCores = max(0, busy-ours) / 1e9 / dt
+	s.StealCores = max(0, float64(b.host.Steal)-float64(a.host.Steal)) / 1e9 / dt
+	return s
+}
+
+// quietCheck measures the host's load for a second before a run's lanes
+// exist: what is busy then is neither the run nor, but for its own
+// bookkeeping, the engine.
+func quietCheck(ctx context.Context) *QuietCheck {
+	h := newHostLoad()
+	a, ok := h.read(time.Now())
+	if !ok {
+		return nil
+	}
+	t := time.NewTimer(time.Second)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return nil
+	}
+	b, ok := h.read(time.Now())
+	if !ok {
+		return nil
+	}
+	s := between(a, b, 0, 0)
+	return &QuietCheck{ForeignCores: s.ForeignCores, StealCores: s.StealCores, Busy: s.ForeignCores+s.StealCores >= quietBusy}
+}
+
+// HostNoise sums up the host's load over a run, for its view: whether it
+// was measured (and why not), the quiet check before it, and the mean and
+// the peak of foreign load and steal while it ran.
+type HostNoise struct {
+	Measured     bool        `json:"measured"`
+	Note         string      `json:"note,omitempty"`
+	Quiet        *QuietCheck `json:"quiet_check,omitempty"`
+	ForeignCores float64     `json:"foreign_cores"`
+	StealCores   float64     `json:"steal_cores"`
+	PeakForeign  float64     `json:"peak_foreign_cores"`
+}
+
+// noiseOf is the summary of a run's host samples.
+func noiseOf(samples []HostSample, quiet *QuietCheck, measured bool) HostNoise {
+	n := HostNoise{Measured: measured, Quiet: quiet}
+	if !measured {
+		n.Note = "not measured: the engine's host is not this machine, whose /proc the server reads"
+		return n
+	}
+	n.ForeignCores, n.StealCores = meanLoad(samples, 0, 1e18)
+	for _, s := range samples {
+		n.PeakForeign = max(n.PeakForeign, s.ForeignCores)
+	}
+	return n
+}
+
+// meanLoad is the mean foreign load and steal, in cores, over [from, to]
+// of the run's time: each host sample weighs as much of its interval as
+// lies within it.
+func meanLoad(samples []HostSample, from, to float64) (foreign, steal float64) {
+	var w float64
+	for _, s := range samples {
+		in := min(s.T, to) - max(s.T-s.DT, from)
+		if in <= 0 {
+			continue
+		}
+		foreign, steal, w = foreign+s.ForeignCores*in, steal+s.StealCores*in, w+in
+	}
+	if w == 0 {
+		return 0, 0
+	}
+	return foreign / w, steal / w
+}
