@@ -1,4 +1,4 @@
-// Command labbench measures how faithfully the CPU labs reproduce their
+// Command labbench measures how faithfully the labs reproduce their
 // predictions on this host: it runs every lab with a verdict several times
 // on the real engine and writes a table of predicted and measured ratios
 // into docs/benchmarks.md. Run it with `make bench-labs`.
@@ -51,6 +51,7 @@ type laneStats struct {
 	name      string
 	predicted float64
 	measured  []float64
+	noise     []string // each run's host load (foreign and steal, cores), on the first row
 }
 
 func run(ctx context.Context) error {
@@ -80,6 +81,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Block IO labs need the probe's word on weights and throttles.
+	engine.ProbeIO(ctx, eng, &host, image, log)
 	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Host: host, Log: log})
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,73 +93,101 @@ func run(ctx context.Context) error {
 	var table bytes.Buffer
 	fmt.Fprintf(&table, "Measured on %s: Docker %s (API %s), cgroup v%s, %d CPUs, kernel %s; %d runs of each lab, one after another.\n\n",
 		time.Now().UTC().Format("2006-01-02"), host.EngineVersion, host.APIVersion, host.CgroupVersion, host.NCPU, host.Kernel, *runs)
-	table.WriteString("| lab | metric | lane | predicted | measured median | spread (min–max) | deviation | verdicts passed |\n")
-	table.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	table.WriteString("Each row is one figure the lab's verdict compares, named by its metric: wall time or CPU relative to the first lane, a phase's rate relative to the first phase, a lane's share of its CPUs' time throttled, or an IO rate against its limit. The host load is each run's foreign load and steal, in cores, while it ran.\n\n")
+	table.WriteString("| lab | metric | row | predicted | measured median | spread (min–max) | deviation | verdicts passed | host load per run |\n")
+	table.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, lab := range experiments.Labs() {
 		if lab.Verdict == nil || (*only != "" && !slices.Contains(strings.Split(*only, ","), lab.ID)) {
 			continue
 		}
 		if shows, why := lab.Shows(host.Experiments()); !shows {
-			fmt.Fprintf(&table, "| %s | | | | | | | skipped: %s |\n", lab.ID, why)
+			fmt.Fprintf(&table, "| %s | | | | | | | skipped: %s | |\n", lab.ID, why)
 			continue
 		}
-		stats, passed, err := benchLab(ctx, mgr, lab, *runs)
+		stats, passed, inconclusive, err := benchLab(ctx, mgr, lab, *runs)
 		if err != nil {
 			return fmt.Errorf("lab %s: %w", lab.ID, err)
 		}
 		for i, s := range stats {
 			med := median(s.measured)
 			lo, hi := slices.Min(s.measured), slices.Max(s.measured)
-			verdicts := ""
+			verdicts, noise := "", ""
 			if i == 0 {
 				verdicts = fmt.Sprintf("%d of %d", passed, *runs)
+				if inconclusive > 0 {
+					verdicts += fmt.Sprintf(" (%d inconclusive)", inconclusive)
+				}
+				noise = strings.Join(s.noise, ", ")
 			}
-			fmt.Fprintf(&table, "| %s | %s | %s | %.2f | %.3f | %.3f–%.3f | %+.1f%% | %s |\n",
-				lab.ID, lab.Verdict.Metric, s.name, s.predicted, med, lo, hi, 100*(med/s.predicted-1), verdicts)
+			deviation := "not predicted"
+			if s.predicted != 0 {
+				deviation = fmt.Sprintf("%+.1f%%", 100*(med/s.predicted-1))
+			}
+			fmt.Fprintf(&table, "| %s | %s | %s | %.2f | %.3f | %.3f–%.3f | %s | %s | %s |\n",
+				lab.ID, lab.Verdict.Metric, s.name, s.predicted, med, lo, hi, deviation, verdicts, noise)
 		}
 	}
 	return benchdoc.Replace(*out, beginMarker, endMarker, "## Fidelity of the CPU labs (`make bench-labs`)", table.String())
 }
 
 // benchLab runs a lab n times and gathers every lane's measured ratio.
-func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n int) ([]laneStats, int, error) {
+func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n int) ([]laneStats, int, int, error) {
 	spec := lab.LabSpec()
 	plan, errs := mgr.Validate(spec)
 	if errs != nil {
-		return nil, 0, errs
+		return nil, 0, 0, errs
 	}
 	var stats []laneStats
-	passed := 0
+	passed, inconclusive := 0, 0
 	for k := range n {
 		start := time.Now()
 		r, err := mgr.Submit(spec, plan, "")
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		select {
 		case <-r.Done():
 		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+			return nil, 0, 0, ctx.Err()
 		}
 		v := r.View()
 		if v.Verdict == nil || !v.Verdict.Judged {
-			return nil, 0, fmt.Errorf("run %d not judged (state %s %s): %+v", k+1, v.State, v.Error, v.Verdict)
+			return nil, 0, 0, fmt.Errorf("run %d not judged (state %s %s): %+v", k+1, v.State, v.Error, v.Verdict)
 		}
+		// A verdict's rows are its lanes, or its own labels (one per
+		// phase for a phased lab): as many as it predicted.
 		if stats == nil {
-			for i, l := range v.Lanes {
-				stats = append(stats, laneStats{name: l.Name, predicted: v.Verdict.Predicted[i]})
+			for i, p := range v.Verdict.Predicted {
+				name := fmt.Sprintf("row %d", i+1)
+				switch {
+				case i < len(v.Verdict.Labels):
+					name = v.Verdict.Labels[i]
+				case i < len(v.Lanes):
+					name = v.Lanes[i].Name
+				}
+				stats = append(stats, laneStats{name: name, predicted: p})
 			}
 		}
 		for i, m := range v.Verdict.Measured {
-			stats[i].measured = append(stats[i].measured, m)
+			if i < len(stats) {
+				stats[i].measured = append(stats[i].measured, m)
+			}
 		}
+		noise := "not measured"
+		if v.Noise != nil && v.Noise.Measured {
+			noise = fmt.Sprintf("%.2f", v.Noise.ForeignCores+v.Noise.StealCores)
+		}
+		stats[0].noise = append(stats[0].noise, noise)
 		if v.Verdict.Pass {
 			passed++
 		}
-		fmt.Fprintf(os.Stderr, "labbench: %s run %d/%d in %.0fs: measured %s (pass %v)\n",
-			lab.ID, k+1, n, time.Since(start).Seconds(), fmtRatios(v.Verdict.Measured), v.Verdict.Pass)
+		if v.Verdict.Inconclusive {
+			inconclusive++
+		}
+		fmt.Fprintf(os.Stderr, "labbench: %s run %d/%d in %.0fs: measured %s (pass %v, inconclusive %v, host load %s cores)\n",
+			lab.ID, k+1, n, time.Since(start).Seconds(), fmtRatios(v.Verdict.Measured), v.Verdict.Pass, v.Verdict.Inconclusive, noise)
 	}
-	return stats, passed, nil
+	return stats, passed, inconclusive, nil
 }
 
 func fmtRatios(xs []float64) string {
