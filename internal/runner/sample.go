@@ -104,7 +104,7 @@ func (x *execution) sampleOnce(now time.Time) {
 		if l.hasPrev {
 			lanesNs += c.CPUNs - l.prev.CPUNs
 			if c.HasRunDelay && l.prev.HasRunDelay && c.RunDelayNs >= l.prev.RunDelayNs {
-				l.waitNs += c.RunDelayNs - l.prev.RunDelayNs
+				l.waitNs, l.waitRead = l.waitNs+c.RunDelayNs-l.prev.RunDelayNs, true
 			}
 			p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
 			if l.latency != nil {

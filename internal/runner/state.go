@@ -85,6 +85,7 @@ type laneState struct {
 	err       string
 	pid       int    // its container's first process, where the server sees it
 	waitNs    uint64 // its threads' time waiting for a CPU, from its first to its last reading
+	waitRead  bool   // waitNs was read at all (the engine's host is this machine)
 
 	startedAt, endedAt float64 // seconds since the run started
 	wall, user, sys    float64

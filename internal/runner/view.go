@@ -209,7 +209,7 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 		Periods: l.totals.Periods, ThrottledPeriods: l.totals.ThrottledPeriods,
 		ThrottledSeconds: float64(l.totals.ThrottledNs) / 1e9,
 	}
-	if l.prev.HasRunDelay {
+	if l.waitRead {
 		w := float64(l.waitNs) / 1e9
 		lv.WaitSeconds = &w
 	}
