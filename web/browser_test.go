@@ -258,9 +258,12 @@ func browserStart(t *testing.T, ctx context.Context, base, spec string) string {
 func TestBrowserShowsANoisyHost(t *testing.T) {
 	srv, m := newServer(t)
 	_, stop := enginetest.BusyLoops(t, 2)
-	status, b := postJSON(t, srv.URL+"/api/runs", `{"name": "ladder beside busy loops", "mode": "sequential", "duration": "60s", "lanes": [
-	  {"name": "cpus=1", "workload": {"kind": "md5", "mb": 400}, "limits": {"cpus": "1"}},
-	  {"name": "cpus=.5", "workload": {"kind": "md5", "mb": 200}, "limits": {"cpus": "0.5"}}]}`)
+	// Two lanes that share the host unevenly: the model gives the one
+	// held at half a CPU a third of the other's CPU; a core taken by
+	// other work would leave them even.
+	status, b := postJSON(t, srv.URL+"/api/runs", `{"name": "beside busy loops", "duration": "60s", "lanes": [
+	  {"name": "two threads", "workload": {"kind": "spin", "threads": 2, "seconds": 4}},
+	  {"name": "half a CPU", "workload": {"kind": "spin", "seconds": 4}, "limits": {"cpus": "0.5"}}]}`)
 	if status != http.StatusCreated {
 		t.Fatalf("%d %s", status, b)
 	}
