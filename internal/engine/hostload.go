@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,10 +140,6 @@ func EnginePids(procRoot string) []int {
 	}
 	return out
 }
-
-// ErrNoHostLoad says the host's load cannot be read here: the engine is
-// remote, or its host's /proc is not this one.
-var ErrNoHostLoad = errors.New("the engine's host is not this machine: its load is not read")
 
 // ReadsHostLoad says whether the server reads the engine host's own load:
 // the engine is on this machine and its containers' cgroup files are read

@@ -134,7 +134,7 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
 		return err
 	}
-	if !bytes.Contains(b, []byte(`"read_bps"`)) {
+	if !IsLegacySamples(b) {
 		return nil
 	}
 	var old legacySample
@@ -166,5 +166,8 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 // before display units, to be read (UnmarshalJSON converts them) and
 // written anew before a page draws them.
 func IsLegacySamples(msg []byte) bool {
-	return bytes.Contains(msg, []byte(`"read_bps"`))
+	return bytes.Contains(msg, legacyKey)
 }
+
+// legacyKey is a key only samples of before display units have.
+var legacyKey = []byte(`"read_bps"`)
