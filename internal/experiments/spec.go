@@ -52,6 +52,10 @@ type Lane struct {
 	Name     string   `json:"name"`
 	Workload Workload `json:"workload"`
 	Limits   Limits   `json:"limits"`
+	// Resources are the lane's limits in Kubernetes' words, instead of
+	// Limits: a Kubernetes engine applies them to the lane's pod, a Docker
+	// engine as the cgroup settings they make.
+	Resources *PodResources `json:"resources,omitempty"`
 	// StartAt and StopAt place a lane on the run's timeline ("10s"), so a
 	// parallel run can have phases; empty is the run's start and end.
 	StartAt string `json:"start_at,omitempty"`

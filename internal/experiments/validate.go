@@ -38,6 +38,9 @@ type Host struct {
 	// not ask for more in all (see capRun).
 	MemTotal int64
 	DiskFree int64
+	// Kubernetes says the engine runs each lane as a pod: every lane gets
+	// its resources in Kubernetes' words (PlannedLane.Pod).
+	Kubernetes bool
 }
 
 // Resources are a lane's limits resolved to the numbers the Engine API takes
@@ -113,6 +116,10 @@ type PlannedLane struct {
 	Name      string
 	Workload  Workload
 	Resources Resources
+	// Pod is the lane's resources in Kubernetes' words: as written, or
+	// translated from its Docker flags on a Kubernetes engine; nil for a
+	// lane of Docker flags on a Docker engine.
+	Pod *Pod
 	// Target is the http lane a load lane loads (-1 for other lanes).
 	Target int
 	// StartAt and StopAt are offsets from the run's start; zero is none.
@@ -206,16 +213,11 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		for _, e := range werrs {
 			add(i, e.Field, "%s", e.Message)
 		}
-		res, lerrs := ResolveLimits(lane.Limits, host)
+		res, pod, lerrs := resolveLane(lane, w, host)
 		for _, e := range lerrs {
 			add(i, e.Field, "%s", e.Message)
 		}
-		if w.Kind == KindMem && res.Memory == 0 && len(lerrs) == 0 {
-			// A mem lane without --memory would take what it asks of the
-			// host: it gets a limit a little above its own size.
-			res.Memory = int64(w.MB)<<20 + memHeadroom
-		}
-		pl := PlannedLane{Name: name, Workload: w, Resources: res, Target: -1}
+		pl := PlannedLane{Name: name, Workload: w, Resources: res, Pod: pod, Target: -1}
 		for _, at := range []struct {
 			field, v string
 			out      *time.Duration
@@ -379,4 +381,35 @@ func capRun(plan Plan, host Host) Errors {
 		}
 	}
 	return errs
+}
+
+// resolveLane resolves a lane's limits, written as Docker flags or as
+// Kubernetes resources, for the host's kind of engine.
+func resolveLane(lane Lane, w Workload, host Host) (Resources, *Pod, Errors) {
+	if lane.Resources != nil {
+		if lane.Limits != (Limits{}) {
+			return Resources{}, nil, Errors{{Field: "resources", Message: "give Docker flags (limits) or Kubernetes resources, not both"}}
+		}
+		p, errs := ResolvePod(*lane.Resources, host)
+		if w.Kind == KindMem && p.LimitMemory == 0 && len(errs) == 0 {
+			errs = append(errs, FieldError{Field: "resources.limits.memory", Message: "a mem lane needs a memory limit in its resources"})
+		}
+		return p.Resources(), &p, errs
+	}
+	res, errs := ResolveLimits(lane.Limits, host)
+	if len(errs) > 0 {
+		return res, nil, errs
+	}
+	if w.Kind == KindMem && res.Memory == 0 {
+		// A mem lane without --memory would take what it asks of the
+		// host: it gets a limit a little above its own size.
+		res.Memory = int64(w.MB)<<20 + memHeadroom
+	}
+	if !host.Kubernetes {
+		return res, nil, nil
+	}
+	p, errs := PodOf(res)
+	// What the pod's cgroup gets, which the model predicts from: no
+	// request is the 2 shares of a BestEffort pod, not Docker's 1024.
+	return p.Resources(), &p, errs
 }

@@ -1,0 +1,116 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestResolvePod(t *testing.T) {
+	host := Host{NCPU: 2, MemTotal: 8 << 30}
+	for _, c := range []struct {
+		name string
+		pr   PodResources
+		want Pod
+	}{
+		{"guaranteed by limits alone", PodResources{Limits: PodResourceList{CPU: "500m", Memory: "64Mi"}},
+			Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}},
+		{"burstable", PodResources{Requests: PodResourceList{CPU: "250m", Memory: "32Mi"}, Limits: PodResourceList{CPU: "0.5"}},
+			Pod{RequestMilliCPU: 250, LimitMilliCPU: 500, RequestMemory: 32 << 20, QoS: QoSBurstable}},
+		{"best effort", PodResources{}, Pod{QoS: QoSBestEffort}},
+		{"decimal units", PodResources{Requests: PodResourceList{CPU: "1", Memory: "100M"}},
+			Pod{RequestMilliCPU: 1000, RequestMemory: 100e6, QoS: QoSBurstable}},
+	} {
+		got, errs := ResolvePod(c.pr, host)
+		if len(errs) > 0 || got != c.want {
+			t.Errorf("%s: got %+v %v, want %+v", c.name, got, errs, c.want)
+		}
+	}
+	for _, c := range []struct {
+		pr    PodResources
+		field string
+		says  string
+	}{
+		{PodResources{Limits: PodResourceList{CPU: "half"}}, "resources.limits.cpu", "not a Kubernetes quantity"},
+		{PodResources{Limits: PodResourceList{CPU: "3"}}, "resources.limits.cpu", "the node has 2 CPUs"},
+		{PodResources{Requests: PodResourceList{CPU: "0.1m"}}, "resources.requests.cpu", "whole number of millicores"},
+		{PodResources{Requests: PodResourceList{CPU: "600m"}, Limits: PodResourceList{CPU: "500m"}}, "resources.requests.cpu", "less than or equal"},
+		{PodResources{Limits: PodResourceList{Memory: "-1Mi"}}, "resources.limits.memory", "more than zero"},
+		{PodResources{Limits: PodResourceList{Memory: "1Ki"}}, "resources.limits.memory", "at least"},
+		{PodResources{Limits: PodResourceList{Memory: Value(strings.Repeat("9", 100))}}, "resources.limits.memory", "at most"},
+	} {
+		_, errs := ResolvePod(c.pr, host)
+		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
+			t.Errorf("%+v: got %v, want one error on %s saying %q", c.pr, errs, c.field, c.says)
+		}
+	}
+}
+
+func TestSharesOfMatchesKubelet(t *testing.T) {
+	// pkg/kubelet/cm's MilliCPUToShares: 2 at least, milli×1024/1000.
+	for m, want := range map[int64]int64{0: 2, 1: 2, 250: 256, 500: 512, 1000: 1024, 1500: 1536, 300000: 262144} {
+		if got := SharesOf(m); got != want {
+			t.Errorf("SharesOf(%d) = %d, want %d", m, got, want)
+		}
+	}
+}
+
+// A Docker-flag lane on a Kubernetes engine is translated where that is
+// exact, and refused naming the flag where it is not, or where Kubernetes
+// has no word for it.
+func TestDockerFlagsOnKubernetes(t *testing.T) {
+	host := Host{NCPU: 2, MemTotal: 8 << 30, Kubernetes: true, Unsupported: KubernetesUnsupported}
+	spin := Workload{Kind: KindSpin, Threads: 1}
+	plan, errs := Validate(Spec{Lanes: []Lane{
+		{Name: "a", Workload: spin, Limits: Limits{CPUs: "0.5", Memory: "64m", CPUShares: "512"}},
+		{Name: "b", Workload: spin},
+	}}, host)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	a, b := plan.Lanes[0], plan.Lanes[1]
+	if a.Pod == nil || *a.Pod != (Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}) {
+		t.Errorf("lane a's pod: %+v", a.Pod)
+	}
+	if b.Pod == nil || b.Pod.QoS != QoSBestEffort || b.Resources.CPUShares != 2 {
+		t.Errorf("lane b: pod %+v, shares %d; want BestEffort with kubelet's 2 shares", b.Pod, b.Resources.CPUShares)
+	}
+	for _, c := range []struct {
+		limits Limits
+		field  string
+		says   string
+	}{
+		{Limits{CPUs: "0.0005"}, "cpus", ""}, // below the engine's floor
+		{Limits{CPUs: "0.0125"}, "cpus", "millicores"},
+		{Limits{CPUShares: "100"}, "cpu-shares", "no request"},
+		{Limits{CPUPeriod: "50000"}, "cpu-period", "node's"},
+		{Limits{DeviceWriteBps: "auto:5mb"}, "device-write-bps", "no block IO throttle"},
+		{Limits{BlkioWeight: "300"}, "blkio-weight", "no block IO weight"},
+		{Limits{MemorySwap: "128m", Memory: "64m"}, "memory-swap", "swap"},
+		{Limits{PidsLimit: "64"}, "pids-limit", "podPidsLimit"},
+	} {
+		_, errs := Validate(Spec{Lanes: []Lane{{Workload: spin, Limits: c.limits}}}, host)
+		if len(errs) != 1 || errs[0].Lane != 0 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
+			t.Errorf("%+v: got %v, want one error on lane 0's %s saying %q", c.limits, errs, c.field, c.says)
+		}
+	}
+	// Both ways of saying it at once is refused.
+	_, errs = Validate(Spec{Lanes: []Lane{{Workload: spin, Limits: Limits{CPUs: "1"}, Resources: &PodResources{}}}}, host)
+	if len(errs) != 1 || errs[0].Field != "resources" {
+		t.Errorf("limits and resources: %v", errs)
+	}
+}
+
+// Kubernetes resources on a Docker engine are the cgroup settings they
+// make, and the model predicts from them.
+func TestPodResourcesOnDocker(t *testing.T) {
+	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindSpin, Threads: 1},
+		Resources: &PodResources{Requests: PodResourceList{CPU: "250m"}, Limits: PodResourceList{CPU: "500m", Memory: "64Mi"}}}}},
+		Host{NCPU: 2})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r := plan.Lanes[0].Resources
+	if r.CPUShares != 256 || r.NanoCPUs != 5e8 || r.Memory != 64<<20 {
+		t.Errorf("resources %+v, want shares 256, 0.5 CPUs, 64 MiB", r)
+	}
+}
