@@ -17,6 +17,9 @@ type Created struct {
 	ID       string
 	Applied  experiments.Resources
 	Warnings []string
+	// Command is the docker CLI command that makes the same container;
+	// Manifest, a pod's YAML.
+	Command, Manifest string
 }
 
 // CreateLane creates lane i's container (and, for a disk workload, its

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moby/moby/client"
 )
 
 // execution is one Execute of a run: the work of carrying the plan out,
@@ -139,8 +138,7 @@ func (x *execution) runLanes(ctx context.Context, log *slog.Logger) (State, stri
 func (x *execution) engineGone(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
-	_, err := x.r.env.Engine.ServerVersion(ctx, client.ServerVersionOptions{})
-	return err
+	return x.r.env.backend().Alive(ctx)
 }
 
 // finish gives the run its final state, phases and verdict.

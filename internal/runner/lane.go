@@ -9,15 +9,13 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
 )
 
 // runLane starts lane i, follows it until it exits (killing it at the run's
 // duration or when the run is stopped) and records its results.
 func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	r := x.r
-	eng := r.env.Engine
+	be := r.env.backend()
 	r.mu.Lock()
 	ls := r.st.lanes[i]
 	id, start := ls.id, r.st.start
@@ -27,7 +25,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	// exit still has to be collected.
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
 	defer wcancel()
-	wait := eng.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	wait := be.Wait(wctx, id)
 
 	if !x.awaitStartAt(ctx, i, start) {
 		x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
@@ -42,17 +40,14 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		}
 	}
 	asked := time.Now()
-	if _, err := eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "engine: start: "+err.Error() })
+	pid, err := be.Start(ctx, id)
+	if err != nil {
+		x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
 		return
 	}
 	r.env.startLatency.Store(int64(time.Since(asked)))
 	started := time.Since(start).Seconds()
-	pid := 0
-	if ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
-		pid = ins.Container.State.Pid
-	}
-	rd, every, source := engine.OpenReader(ctx, eng, r.env.Host, id, pid, log)
+	rd, every, source := be.OpenReader(ctx, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
 	r.mu.Lock()
 	applied := ls.applied // replaced, never changed in place, by a live change
@@ -83,7 +78,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	// stderr only when it has stopped writing it.
 	go func() { stderrc <- x.followLogs(lctx, ls, id) }()
 
-	exit, waitErr, timedOut, stopped := x.awaitExit(ctx, i, id, start, wait, log)
+	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, wait, log)
 	// The lane ended when the engine said so, not when its log stream
 	// has drained.
 	ended := time.Since(start).Seconds()
@@ -95,26 +90,18 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		stderr = <-stderrc
 	}
 
-	ins, ierr := eng.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
 	r.mu.Lock()
 	l := r.st.lanes[i]
 	l.state, l.endedAt, l.timedOut = LaneExited, ended, timedOut
-	code := int(exit.StatusCode)
-	if waitErr == nil {
+	if exit.Err == nil {
+		code := exit.Code
 		l.exitCode = &code
 	} else {
-		l.err = "engine: wait: " + waitErr.Error()
+		l.err = "engine: wait: " + exit.Err.Error()
 	}
-	if ierr == nil && ins.Container.State != nil {
-		st := ins.Container.State
-		l.oomKilled = l.oomKilled || st.OOMKilled
-		if l.exitCode == nil {
-			c := st.ExitCode
-			l.exitCode = &c
-		}
-		if s, f := parseTime(st.StartedAt), parseTime(st.FinishedAt); !s.IsZero() && f.After(s) {
-			l.wall = f.Sub(s).Seconds()
-		}
+	l.oomKilled = l.oomKilled || exit.OOMKilled
+	if s, f := exit.StartedAt, exit.FinishedAt; !s.IsZero() && f.After(s) {
+		l.wall = f.Sub(s).Seconds()
 	}
 	l.totals = l.prev
 	l.user, l.sys = float64(l.prev.UserNs)/1e9, float64(l.prev.SysNs)/1e9
@@ -176,8 +163,8 @@ func (x *execution) awaitStartAt(ctx context.Context, i int, start time.Time) bo
 // awaitExit follows a started lane until its container exits: it kills it
 // at the run's duration or when the run is stopped, and asks it to stop at
 // the end of its phase.
-func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.Time, wait client.ContainerWaitResult,
-	log *slog.Logger) (exit container.WaitResponse, waitErr error, timedOut, stopped bool) {
+func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.Time, wait <-chan engine.Exit,
+	log *slog.Logger) (exit engine.Exit, timedOut, stopped bool) {
 	r := x.r
 	// A sequential lane has the run's duration to itself; a parallel one
 	// ends with the run.
@@ -193,28 +180,26 @@ func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.
 		defer t.Stop()
 		stopAt = t.C
 	}
-	eng := r.env.Engine
+	be := r.env.backend()
 	stop := ctx.Done()
 	for {
 		select {
-		case exit = <-wait.Result:
-			return exit, nil, timedOut, stopped
-		case waitErr = <-wait.Error:
-			return exit, waitErr, timedOut, stopped
+		case exit = <-wait:
+			return exit, timedOut, stopped
 		case <-timer.C:
 			timedOut = true
-			engine.SendSignal(eng, id, "KILL", log)
+			be.Signal(id, "KILL", log)
 		case <-stopAt:
 			// The end of the lane's phase: asked to stop, the workload
 			// prints its summary and exits; it gets a few seconds.
 			stopAt, grace = nil, time.After(5*time.Second)
-			engine.SendSignal(eng, id, "TERM", log)
+			be.Signal(id, "TERM", log)
 		case <-grace:
 			grace = nil
-			engine.SendSignal(eng, id, "KILL", log)
+			be.Signal(id, "KILL", log)
 		case <-stop:
 			stopped, stop = true, nil // keep waiting for the exit
-			engine.SendSignal(eng, id, "KILL", log)
+			be.Signal(id, "KILL", log)
 		}
 	}
 }
@@ -261,14 +246,7 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 	id, running := r.st.lanes[t].id, r.st.lanes[t].state == LaneRunning
 	r.mu.Unlock()
 	if running {
-		engine.SendSignal(r.env.Engine, id, "TERM", log)
+		r.env.backend().Signal(id, "TERM", log)
 	}
 }
 
-func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.Year() < 2000 {
-		return time.Time{}
-	}
-	return t
-}

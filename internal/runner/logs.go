@@ -8,8 +8,6 @@ import (
 	"io"
 
 	"github.com/limitlab/limitlab/internal/workload/wire"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/client"
 )
 
 // maxStderr is how much of a lane's stderr is kept, to say why it failed.
@@ -21,19 +19,14 @@ const maxStderr = 4096
 // to stderr, once nothing writes to it any more.
 func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []byte {
 	r := x.r
-	logs, err := r.env.Engine.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
-	if err != nil {
-		return nil
-	}
 	var stderr bytes.Buffer
 	pr, pw := io.Pipe()
 	copied := make(chan struct{})
-	// The demultiplexer lives until the log stream ends or is closed
+	// The copier lives until the log stream ends or the pipe is closed
 	// below; only it writes stderr.
 	go func() {
 		defer close(copied)
-		_, err := stdcopy.StdCopy(pw, &limitedWriter{buf: &stderr, max: maxStderr}, logs)
-		pw.CloseWithError(err)
+		pw.CloseWithError(r.env.backend().Logs(ctx, id, pw, &limitedWriter{buf: &stderr, max: maxStderr}))
 	}()
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
@@ -50,8 +43,7 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []b
 		}
 		r.mu.Unlock()
 	}
-	_ = pr.Close()   // a demultiplexer still writing gets an error
-	_ = logs.Close() // one still reading stops
+	_ = pr.Close() // a copier still writing gets an error and stops
 	<-copied
 	return bytes.TrimSpace(stderr.Bytes())
 }

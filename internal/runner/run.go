@@ -29,7 +29,10 @@ type Recorder interface {
 // Env is what every run of a server shares: the engine, the workload
 // image, the host, the sampling interval and where runs are recorded.
 type Env struct {
+	// Engine is a Docker Engine; Backend, if set, runs the lanes instead
+	// (a Kubernetes cluster), and Engine may be nil.
 	Engine   engine.Engine
+	Backend  Backend
 	Image    string
 	Instance string        // the server's id, on every container it makes
 	Interval time.Duration // sampling interval; DefaultInterval if zero

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
 )
 
 // createAll creates every lane's container and reads back what the engine
@@ -38,8 +37,8 @@ func (x *execution) createAll(ctx context.Context) bool {
 			targetID = r.st.lanes[l.Target].id
 			r.mu.Unlock()
 		}
-		c, err := engine.CreateLane(engineCtx, r.env.Engine, r.env.Instance, r.id, i, l, r.env.Image, targetID,
-			engine.WithProgressFile(r.env.Host.ReadsProgressFiles()))
+		c, err := r.env.backend().Create(engineCtx, engine.NewLane{Instance: r.env.Instance, RunID: r.id, Index: i, Lane: l,
+			Image: r.env.Image, TargetID: targetID, ProgressFile: r.env.Host.ReadsProgressFiles()})
 		if c.ID != "" {
 			r.mu.Lock()
 			r.st.lanes[i].id = c.ID
@@ -49,14 +48,10 @@ func (x *execution) createAll(ctx context.Context) bool {
 			x.setLane(i, func(ls *laneState) { ls.err = err.Error() })
 			return true
 		}
-		network := ""
-		if l.Target >= 0 {
-			network = "container:" + engine.ContainerName(r.id, l.Target)
-		}
 		x.setLane(i, func(ls *laneState) {
 			applied := c.Applied
 			ls.applied, ls.atStart, ls.warnings = &applied, applied, c.Warnings
-			ls.dockerRun = experiments.DockerRun(engine.ImageRepo, l.Workload, applied, network)
+			ls.dockerRun, ls.manifest = c.Command, c.Manifest
 		})
 	}
 	return false
@@ -76,5 +71,5 @@ func (x *execution) removeAll(log *slog.Logger) {
 		}
 	}
 	r.mu.Unlock()
-	engine.RemoveRun(ctx, r.env.Engine, r.id, ids, r.plan.Lanes, log)
+	r.env.backend().Remove(ctx, r.id, ids, r.plan.Lanes, log)
 }

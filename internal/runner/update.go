@@ -54,6 +54,9 @@ func (r *Run) Resources() []experiments.Resources {
 // leaves the lane as it was; the returned experiments.Errors say why, in
 // the engine's words where it gave them.
 func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after experiments.Resources) error) (ChangeRecord, error) {
+	if r.env.Engine == nil {
+		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "a live change needs a Docker engine: this run's lanes are pods"}}
+	}
 	r.mu.Lock()
 	requested, current, err := r.st.laneLimits(r.plan, lane)
 	r.mu.Unlock()

@@ -32,6 +32,10 @@ type LaneResult struct {
 	Disk        bool              `json:"disk"`
 	Load        bool              `json:"load"`
 	DockerRun   string            `json:"docker_run,omitempty"`
+	// Pod is the lane's resources in Kubernetes' words and its QoS class,
+	// and PodYAML the pod the server made, on a Kubernetes engine.
+	Pod     *experiments.Pod `json:"pod,omitempty"`
+	PodYAML string           `json:"pod_yaml,omitempty"`
 	// Kernel is each cgroup file the applied limits write, read back from
 	// the running container at its start and after each live change.
 	Kernel   *engine.KernelView `json:"kernel,omitempty"`
@@ -201,7 +205,7 @@ func (r *Run) viewLocked() RunView {
 func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	lv := LaneResult{
 		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
-		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Kernel: l.kernel,
+		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Pod: pl.Pod, PodYAML: l.manifest, Kernel: l.kernel,
 		Warnings: l.warnings, Modelled: pl.Workload.Modelled(), StartedAt: l.startedAt, EndedAt: l.endedAt,
 		WallSeconds: l.wall, UserSeconds: l.user, SysSeconds: l.sys, Throughput: l.throughput, IOPS: l.iops,
 		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,
