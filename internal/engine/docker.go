@@ -33,7 +33,7 @@ type Exit struct {
 	OOMKilled bool
 	// Reason is the engine's word for the end ("OOMKilled", "Error"), if
 	// it gives one.
-	Reason              string
+	Reason                string
 	StartedAt, FinishedAt time.Time
 	// Err is set when the exit could not be collected.
 	Err error

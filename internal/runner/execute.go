@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
 )
 
 // execution is one Execute of a run: the work of carrying the plan out,

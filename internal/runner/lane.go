@@ -249,4 +249,3 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 		r.env.backend().Signal(id, "TERM", log)
 	}
 }
-

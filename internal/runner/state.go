@@ -79,7 +79,7 @@ type laneState struct {
 	applied   *experiments.Resources
 	atStart   experiments.Resources // what the engine applied at creation; applied follows live changes
 	dockerRun string
-	manifest  string // a pod's YAML
+	manifest  string             // a pod's YAML
 	kernel    *engine.KernelView // the limits' cgroup files, read back while it runs
 	warnings  []string
 	source    string // where its counters come from
