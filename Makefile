@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: pool-demo run test test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: pool-demo run test test-k8s test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -56,8 +56,16 @@ reap-test-engines:
 test: assets reap-test-engines test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
+	$(GO) vet -tags k8s ./internal/kube ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 	vm/run.sh
+
+# The suite's Kubernetes part on a real single-node cluster of its own
+# (k8s/): Kubernetes built from the Go module proxy (cached under
+# ~/.cache/limitlab-k8s; minutes the first time), Debian's etcd and
+# containerd unpacked, no image pulled, this machine's sysctls untouched.
+test-k8s: assets
+	k8s/run.sh
 
 # The engine suite's cgroup v2 part in a VM of our own: Debian's kernel
 # under qemu (TCG), the host's root read-only over 9p, the host's dockerd on

@@ -133,10 +133,12 @@ T
 T
   local extra=""
   if [ "${CPU_POLICY:-none}" = static ]; then extra=$'cpuManagerPolicy: static\nreservedSystemCPUs: "0"'; fi
+  # kubelet serves on the node's own address (the API server reaches it
+  # there for pod logs), authenticated, never anonymously.
   cat >"$c/kubelet.yaml" <<T
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: $(node_ip)
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 containerRuntimeEndpoint: unix://$SOCK
@@ -162,6 +164,10 @@ T
   echo 1 >"$KDATA/sysctl/panic_on_oops"
 }
 
+# The node's address: given explicitly, since looking the name up would
+# ask a resolver.
+node_ip() { hostname -I | awk '{print $1}'; }
+
 node_ready() {
   kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
@@ -184,7 +190,8 @@ up() {
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$p/ca.crt" \
     --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$p/sa.pub" \
-    --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.97.0.0/24
+    --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.97.0.0/24 \
+    --kubelet-preferred-address-types=InternalIP
   until_ok 120 kubectl get --raw /readyz || fail "the API server was not ready in 120 s"
   # Without per-controller credentials kube-root-ca.crt is never published
   # and no token volume can mount.
@@ -210,8 +217,7 @@ up() {
   start containerd $ns containerd --config "$KDATA/conf/containerd.toml"
   until_ok 30 ctr --address "$SOCK" version || fail "containerd did not answer in 30 s"
   ctr --address "$SOCK" -n k8s.io images import "$IMAGES" >/dev/null || fail "importing $IMAGES failed"
-  # An explicit node IP: looking the name up would ask a resolver.
-  local ip; ip=$(hostname -I | awk '{print $1}')
+  local ip; ip=$(node_ip)
   start kubelet $ns kubelet --config="$KDATA/conf/kubelet.yaml" --kubeconfig="$p/kubelet.kubeconfig" \
     --hostname-override="$NODE" --node-ip="$ip"
   until_ok 180 node_ready || fail "node $NODE was not Ready in 180 s"

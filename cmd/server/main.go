@@ -21,6 +21,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab"
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/labfiles"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/sampler"
@@ -39,8 +40,18 @@ func main() {
 	defer stop()
 	run := run
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "sampler" {
-		run, args = samplerMain, args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "sampler":
+			run, args = samplerMain, args[1:]
+		case "image":
+			run, args = imageMain, args[1:]
+		case "pause":
+			// A pod's sandbox in the test cluster: it holds the pod's
+			// namespaces until it is asked to stop.
+			<-ctx.Done()
+			return
+		}
 	}
 	if err := run(ctx, args); err != nil {
 		fmt.Fprintln(os.Stderr, "limitlab:", err)
@@ -67,6 +78,8 @@ type config struct {
 	quotas       workshop.Quotas
 	labsDir      string
 	enginesFile  string
+	kubeconfig   string
+	namespace    string
 	sampler      engine.SamplerAddress // the single engine's, if any
 }
 
@@ -108,6 +121,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
 	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (README: More than one host); without it, the engine DOCKER_HOST names")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of a Kubernetes cluster to run the lanes on, as pods, instead of a Docker engine (README: Kubernetes)")
+	fs.StringVar(&c.namespace, "namespace", "default", "the Kubernetes namespace of the lanes' pods, with -kubeconfig")
 	fs.StringVar(&c.sampler.URL, "sampler", "", "URL of a limitlab sampler on a remote engine's host (http://host:port or https://), to read its containers' cgroup files at the run's interval (README: More than one host); in a pool, each engine's entry names its own")
 	fs.StringVar(&c.sampler.TokenFile, "sampler-token-file", "", "file holding the sampler's token")
 	fs.StringVar(&c.sampler.CA, "sampler-ca", "", "CA file that signed an https sampler's certificate (default: the system's)")
@@ -142,6 +157,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.sampler.URL != "" && c.enginesFile != "" {
 		return c, errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
+	}
+	if c.kubeconfig != "" && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
+		return c, errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
 	}
 	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
 		return c, errors.New("-sampler and -sampler-token-file go together")
@@ -218,7 +236,32 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 	}
 	// Only this server's leftovers: another on the same engine keeps its
 	// containers.
-	if err := workshop.ReapLeftovers(ctx, eng, st, instance, log); err != nil {
+	if err := workshop.ReapLeftovers(ctx, engine.Docker{Engine: eng}, st, instance, log); err != nil {
+		return host, "", err
+	}
+	return host, image, nil
+}
+
+// prepareCluster makes a Kubernetes cluster ready for runs: it finds the
+// node runs take, checks that the workload image was imported there (it is
+// never pulled), and removes what an earlier life of this server left.
+func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+	host, err := cl.Probe(ctx)
+	if err != nil {
+		return host, "", err
+	}
+	image, err := engine.OCIImageRef(bin)
+	if err != nil {
+		return host, "", err
+	}
+	if ok, err := cl.HasImage(ctx, image); err != nil {
+		return host, "", err
+	} else if !ok {
+		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (README: Kubernetes)", host.Node, image)
+	}
+	log.Info("kubernetes node", slog.String("node", host.Node), slog.String("kubelet", host.APIVersion),
+		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image))
+	if err := workshop.ReapLeftovers(ctx, cl, st, instance, log); err != nil {
 		return host, "", err
 	}
 	return host, image, nil
@@ -279,7 +322,17 @@ func run(ctx context.Context, args []string) error {
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
 	var one engine.Engine // the engine without a pool; with one, NewManager takes opts.Pool
-	if pool == nil {
+	switch {
+	case cfg.kubeconfig != "":
+		cl, err := kube.Connect(cfg.kubeconfig, cfg.namespace, instance, cfg.cgroupRoot)
+		if err != nil {
+			return fmt.Errorf("-kubeconfig: %w", err)
+		}
+		opts.Pool = []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: cl, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+			return prepareCluster(ctx, cl, bin, st, instance, log)
+		}}}
+		log.Info("kubernetes", slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()))
+	case pool == nil:
 		eng, err := engine.NewClient()
 		if err != nil {
 			return fmt.Errorf("docker client: %w", err)
@@ -299,7 +352,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		one = eng
-	} else {
+	default:
 		for _, a := range pool {
 			c, err := engine.Dial(a)
 			if err != nil {

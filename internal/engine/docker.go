@@ -136,3 +136,23 @@ func parseEngineTime(s string) time.Time {
 	}
 	return t
 }
+
+// Probe asks the engine what its host is now.
+func (d Docker) Probe(ctx context.Context) (HostInfo, error) { return ProbeHost(ctx, d.Engine, "") }
+
+// ReapRun removes what is left of a run's containers.
+func (d Docker) ReapRun(ctx context.Context, runID string, log *slog.Logger) error {
+	_, err := Reap(ctx, d.Engine, runID, log)
+	return err
+}
+
+// Watch follows the engine's events until ctx ends.
+func (d Docker) Watch(ctx context.Context, log *slog.Logger, on func(Event)) {
+	Watch(ctx, d.Engine, log, on)
+}
+
+// ReapInstance removes every container a server instance made.
+func (d Docker) ReapInstance(ctx context.Context, instance string, log *slog.Logger) error {
+	_, err := ReapInstance(ctx, d.Engine, instance, log)
+	return err
+}

@@ -27,6 +27,10 @@ type Support struct {
 // callers ask by name; it never crosses a wire itself: View builds what
 // the API shows of it.
 type HostInfo struct {
+	// Platform is what runs the lanes: Docker ("") or Kubernetes; Node
+	// the Kubernetes node runs take.
+	Platform         string
+	Node             string
 	EngineVersion    string
 	APIVersion       string
 	EngineAPIVersion string
@@ -131,7 +135,8 @@ func (h HostInfo) SharesNote() string {
 
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal}
+	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
+		Kubernetes: h.Kubernetes()}
 	if h.local {
 		eh.DeviceExists = isBlockDevice
 		eh.DiskFree = FreeBytes(h.dataRoot)
@@ -282,6 +287,9 @@ func (h HostInfo) Describe() string {
 	if h.EngineVersion == "" {
 		return ""
 	}
+	if h.Kubernetes() {
+		return h.describeKubernetes()
+	}
 	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
 }
 
@@ -290,8 +298,8 @@ func (h HostInfo) Describe() string {
 // driver, the CPUs, the memory and the data root. A pool engine whose
 // identity moved since it was made ready is made ready again.
 func (h HostInfo) Identity() string {
-	return fmt.Sprintf("Docker %s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
-		h.EngineVersion, h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+	return fmt.Sprintf("%s %s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
+		h.platformName(), h.EngineVersion, h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
 }
 
 // FreeBytes is the space an unprivileged writer has under dir, read now;
@@ -303,4 +311,11 @@ func FreeBytes(dir string) int64 {
 		return 0
 	}
 	return int64(st.Bavail) * int64(st.Bsize)
+}
+
+func (h HostInfo) platformName() string {
+	if h.Kubernetes() {
+		return "Kubernetes node " + h.Node
+	}
+	return "Docker"
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Topics group the lab list, in the order the list shows them.
-var Topics = []string{"cpu", "memory", "block-io", "services"}
+var Topics = []string{"cpu", "memory", "block-io", "services", "kubernetes"}
 
 // TopicTitle is a topic as the pages name it.
 func TopicTitle(t string) string {
@@ -22,6 +22,8 @@ func TopicTitle(t string) string {
 		return "Block IO"
 	case "services":
 		return "Services"
+	case "kubernetes":
+		return "Kubernetes"
 	}
 	return t
 }

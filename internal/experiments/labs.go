@@ -97,7 +97,7 @@ func (l Lab) Shows(h Host) (bool, string) {
 	}
 	spec, _ := parseCustom(l.Spec)
 	for _, lane := range spec.Lanes {
-		if _, errs := ResolveLimits(lane.Limits, h); errs != nil {
+		if _, _, errs := resolveLane(lane, lane.Workload, h); errs != nil {
 			return false, "this host cannot show it: " + errs[0].Field + ": " + errs[0].Message
 		}
 	}

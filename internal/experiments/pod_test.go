@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,38 @@ func TestPodResourcesOnDocker(t *testing.T) {
 	r := plan.Lanes[0].Resources
 	if r.CPUShares != 256 || r.NanoCPUs != 5e8 || r.Memory != 64<<20 {
 		t.Errorf("resources %+v, want shares 256, 0.5 CPUs, 64 MiB", r)
+	}
+}
+
+// The QoS lab's prediction: the Guaranteed pod at its limit, the Burstable
+// one with the rest, the BestEffort one starved by its 2 shares; its
+// verdict judges the starved lane on the StarvedRatio scale.
+func TestQoSContentionPrediction(t *testing.T) {
+	lab, ok := LabByID("k8s-qos-contention")
+	if !ok {
+		t.Fatal("no lab k8s-qos-contention")
+	}
+	host := Host{NCPU: 2, Kubernetes: true, Unsupported: KubernetesUnsupported}
+	plan, errs := Validate(lab.LabSpec(), host)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var qos []string
+	for _, l := range plan.Lanes {
+		qos = append(qos, l.Pod.QoS)
+	}
+	if strings.Join(qos, " ") != "Guaranteed Burstable BestEffort" {
+		t.Errorf("QoS classes %v", qos)
+	}
+	p := Predict(plan, ModelHost{NCPU: 2}, make([]LaneOutcome, len(plan.Lanes)), nil)
+	g := p.Together
+	if len(g) != 3 || math.Abs(g[0]-1) > 0.01 || math.Abs(g[1]-0.996) > 0.01 || g[2] > 0.01 {
+		t.Errorf("allotment %v, want about 1, 0.996 and 0.004 cores", g)
+	}
+	if d := ratioDeviation(0.012, 0.004); d > 0.2 {
+		t.Errorf("a starved lane's 1.2%% against 0.4%% deviates %.2f", d)
+	}
+	if d := ratioDeviation(0.5, 0.4); math.Abs(d-0.25) > 1e-9 {
+		t.Errorf("ratios above the floor deviate relatively: %.3f", d)
 	}
 }

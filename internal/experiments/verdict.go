@@ -57,6 +57,18 @@ func DefaultVerdict(plan Plan) *VerdictSpec {
 	return &VerdictSpec{Metric: MetricCPU, Tolerance: 0.15}
 }
 
+// StarvedRatio is the smallest ratio a verdict compares relatively: a lane
+// the model gives less than this share of the first lane's (a BestEffort
+// pod beside pods with requests, 2 shares against 1024) is judged on this
+// scale, so that 1% measured against 0.4% predicted is near, as it is.
+const StarvedRatio = 0.05
+
+// ratioDeviation is how far a measured ratio is from its prediction,
+// relative to the prediction (or StarvedRatio, if that is more).
+func ratioDeviation(measured, predicted float64) float64 {
+	return math.Abs(measured-predicted) / math.Max(predicted, StarvedRatio)
+}
+
 // Judge gives the verdict on a run: every lane's metric relative to the
 // first lane's, predicted against measured, within the tolerance.
 func Judge(spec VerdictSpec, plan Plan, pred Prediction, out []LaneOutcome) Verdict {
@@ -102,7 +114,7 @@ func Judge(spec VerdictSpec, plan Plan, pred Prediction, out []LaneOutcome) Verd
 		p, m := value(i)
 		v.Predicted = append(v.Predicted, p/p0)
 		v.Measured = append(v.Measured, m/m0)
-		dev := math.Abs(m/m0/(p/p0) - 1)
+		dev := ratioDeviation(m/m0, p/p0)
 		if dev > worst {
 			worst, worstLane = dev, i
 		}

@@ -194,12 +194,19 @@ func (m *Manager) Archive() *Archive { return m.archive }
 // Featured is the run the presenter features for the room.
 func (m *Manager) Featured() *Featured { return m.featured }
 
+// Reaper removes what a server left on an engine: a run's containers or
+// pods, or everything an instance of the server made.
+type Reaper interface {
+	ReapRun(ctx context.Context, runID string, log *slog.Logger) error
+	ReapInstance(ctx context.Context, instance string, log *slog.Logger) error
+}
+
 // ReapLeftovers removes what an earlier life of this server left on the
-// engine: the containers labelled with its instance, and those of the runs
-// its store says were queued or running (older servers labelled no
-// instance). Another server's containers on the same engine stay.
-func ReapLeftovers(ctx context.Context, eng engine.Engine, st *store.Store, instance string, log *slog.Logger) error {
-	if _, err := engine.ReapInstance(ctx, eng, instance, log); err != nil {
+// engine: the containers or pods labelled with its instance, and those of
+// the runs its store says were queued or running (older servers labelled
+// no instance). Another server's on the same engine stay.
+func ReapLeftovers(ctx context.Context, eng Reaper, st *store.Store, instance string, log *slog.Logger) error {
+	if err := eng.ReapInstance(ctx, instance, log); err != nil {
 		return err
 	}
 	rows, err := st.List(store.Filter{States: []string{string(runner.StateQueued), string(runner.StateRunning)}, Limit: 1 << 20})
@@ -207,7 +214,7 @@ func ReapLeftovers(ctx context.Context, eng engine.Engine, st *store.Store, inst
 		return err
 	}
 	for _, row := range rows {
-		if _, err := engine.Reap(ctx, eng, row.ID, log); err != nil {
+		if err := eng.ReapRun(ctx, row.ID, log); err != nil {
 			return err
 		}
 	}
@@ -286,7 +293,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		if pe == nil {
 			continue // never placed: it made no container
 		}
-		if _, err := engine.Reap(context.WithoutCancel(ctx), pe.Engine, e.run.ID(), m.log); err != nil {
+		if err := pe.driver().ReapRun(context.WithoutCancel(ctx), e.run.ID(), m.log); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -20,7 +20,27 @@ type PoolEngine struct {
 	Name    string
 	Address string
 	Engine  engine.Engine
+	// Driver runs the engine's lanes when it is not a Docker Engine (a
+	// Kubernetes cluster); Engine is then nil.
+	Driver  Driver
 	Prepare func(ctx context.Context) (host engine.HostInfo, image string, err error)
+}
+
+// Driver is what the pool asks of an engine: a run's lanes (the runner's
+// Backend), its host now, removing what a run left, and its events.
+type Driver interface {
+	runner.Backend
+	Probe(ctx context.Context) (engine.HostInfo, error)
+	ReapRun(ctx context.Context, runID string, log *slog.Logger) error
+	Watch(ctx context.Context, log *slog.Logger, on func(engine.Event))
+}
+
+// driver is the engine's Driver: its own, or its Docker Engine's.
+func (pe PoolEngine) driver() Driver {
+	if pe.Driver != nil {
+		return pe.Driver
+	}
+	return engine.Docker{Engine: pe.Engine}
 }
 
 // ProbeEvery is how often the pool's engines are probed, and ProbeTimeout
@@ -163,7 +183,7 @@ func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 		p.fireLocked(pe, evPrepareFailed, err.Error())
 		return false
 	}
-	pe.env = &runner.Env{Engine: pe.Engine, Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, Log: p.log.With(slog.String("engine", pe.Name))}
+	pe.env = &runner.Env{Engine: pe.Engine, Backend: pe.driver(), Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, Log: p.log.With(slog.String("engine", pe.Name))}
 	if p.opts.Store != nil {
 		pe.env.Recorder = recorder{p.opts.Store}
 	}
@@ -174,7 +194,7 @@ func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 		// The event watcher lives as long as the manager.
 		go func() {
 			defer p.wg.Done()
-			engine.Watch(p.ctx, pe.Engine, p.log, p.onEvent)
+			pe.driver().Watch(p.ctx, p.log, p.onEvent)
 		}()
 	})
 	return true
@@ -190,7 +210,7 @@ func (p *Pool) ask(ctx context.Context, pe *poolEngine, was engine.HostInfo) (en
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	now, err := engine.ProbeHost(pctx, pe.Engine, "")
+	now, err := pe.driver().Probe(pctx)
 	if err != nil {
 		return evSilent, err.Error()
 	}
@@ -208,7 +228,7 @@ func (p *Pool) reapOrphans(ctx context.Context, pe *poolEngine) error {
 	ids := pe.orphans
 	p.mu.Unlock()
 	for _, id := range ids {
-		if _, err := engine.Reap(ctx, pe.Engine, id, p.log); err != nil {
+		if err := pe.driver().ReapRun(ctx, id, p.log); err != nil {
 			return err
 		}
 	}

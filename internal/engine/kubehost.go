@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+)
+
+// Platforms a host's lanes run on.
+const (
+	PlatformDocker     = ""
+	PlatformKubernetes = "kubernetes"
+)
+
+// KubernetesNode is what a cluster tells of the node its runs take.
+type KubernetesNode struct {
+	Name, ServerVersion, KubeletVersion, Kernel, OS, Runtime string
+	CgroupVersion                                            string
+	NCPU                                                     int
+	MemTotal                                                 int64
+	// CgroupRoot is where the node's cgroup files are seen from here,
+	// Local whether kubelet's pod cgroups are there.
+	CgroupRoot string
+	Local      bool
+}
+
+// KubernetesHost is a node as a host of runs: the limits a pod has words
+// for are supported, the rest refused with the reason, and the pods'
+// counters are read from the node's cgroup files.
+func KubernetesHost(n KubernetesNode) HostInfo {
+	h := HostInfo{
+		Platform: PlatformKubernetes, Node: n.Name,
+		EngineVersion: n.ServerVersion, APIVersion: n.KubeletVersion, EngineAPIVersion: n.Runtime,
+		OS: n.OS, Kernel: n.Kernel, CgroupVersion: n.CgroupVersion, CgroupDriver: "kubelet",
+		NCPU: n.NCPU, MemTotal: n.MemTotal, Limits: map[string]Support{},
+		local: n.Local, cgroupRoot: n.CgroupRoot,
+	}
+	for _, f := range []string{"cpus", "cpu-quota", "cpu-shares", "memory"} {
+		h.Limits[f] = Support{Supported: true}
+	}
+	for f, why := range experiments.KubernetesUnsupported {
+		h.Limits[f] = Support{Reason: why}
+	}
+	h.StatsSource = StatsCgroup
+	h.StatsNote = "read from the pods' cgroup files (kubepods) under " + n.CgroupRoot + " on node " + n.Name
+	h.ProgressSource = ProgressLog
+	h.DataRootNote = "pods have no block IO limits"
+	h.Samples = h.Sampling()
+	return h
+}
+
+// Kubernetes says whether the host's lanes run as pods.
+func (h HostInfo) Kubernetes() bool { return h.Platform == PlatformKubernetes }
+
+func (h HostInfo) describeKubernetes() string {
+	return fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.EngineVersion, h.Node, h.CgroupVersion, h.NCPU)
+}

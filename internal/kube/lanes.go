@@ -1,0 +1,294 @@
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func notFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// Create readies lane's pod. A pod starts as soon as it is made, so it is
+// made by Start, in the run's order and phases; Create checks the lane can
+// be a pod and reports what it will be.
+func (c *Cluster) Create(_ context.Context, nl engine.NewLane) (engine.Created, error) {
+	if nl.Lane.Pod == nil {
+		return engine.Created{}, fmt.Errorf("kube: lane %d has no pod resources (validated for another engine)", nl.Index)
+	}
+	node := c.Node()
+	if node == "" {
+		return engine.Created{}, fmt.Errorf("kube: no node probed")
+	}
+	p := PodSpec(nl, node, nl.Lane.Workload.Args())
+	c.mu.Lock()
+	c.pending[p.Name] = nl
+	c.mu.Unlock()
+	return engine.Created{ID: p.Name, Applied: nl.Lane.Pod.Resources(), Manifest: YAML(p)}, nil
+}
+
+// Start makes the lane's pod and waits until its container runs; it returns
+// the workload's pid on the node.
+func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
+	c.mu.Lock()
+	nl, ok := c.pending[id]
+	delete(c.pending, id)
+	node := c.node
+	c.mu.Unlock()
+	if !ok {
+		return 0, fmt.Errorf("kube: no lane %s to start", id)
+	}
+	args := nl.Lane.Workload.Args()
+	if nl.Lane.Target >= 0 {
+		// A load lane reaches its service at the service pod's address.
+		ip, err := c.podIP(ctx, nl.TargetID)
+		if err != nil {
+			return 0, err
+		}
+		args = retarget(args, ip)
+	}
+	p := PodSpec(nl, node, args)
+	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return 0, fmt.Errorf("kube: create pod: %w", err)
+	}
+	for {
+		got, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("kube: pod %s: %w", id, err)
+		}
+		if st := status(got); st != nil {
+			switch {
+			case st.State.Running != nil || st.State.Terminated != nil:
+				cid := containerID(st.ContainerID)
+				c.mu.Lock()
+				c.started[id] = cid
+				c.mu.Unlock()
+				return podPid(c.cgroupRoot, string(got.UID), cid), nil
+			case st.State.Waiting != nil && st.State.Waiting.Reason != "ContainerCreating" && st.State.Waiting.Reason != "PodInitializing":
+				return 0, fmt.Errorf("kube: pod %s is waiting: %s: %s", id, st.State.Waiting.Reason, st.State.Waiting.Message)
+			}
+		}
+		if got.Status.Phase == corev1.PodFailed {
+			return 0, fmt.Errorf("kube: pod %s failed: %s %s", id, got.Status.Reason, got.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) podIP(ctx context.Context, name string) (string, error) {
+	p, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("kube: the service pod: %w", err)
+	}
+	if net.ParseIP(p.Status.PodIP) == nil {
+		return "", fmt.Errorf("kube: the service pod %s has no address", name)
+	}
+	return p.Status.PodIP, nil
+}
+
+// retarget points a load lane's -target at the service pod's address: the
+// port and path stay the plan's.
+func retarget(args []string, ip string) []string {
+	out := slices.Clone(args)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "-target" {
+			out[i+1] = strings.Replace(out[i+1], "127.0.0.1", ip, 1)
+		}
+	}
+	return out
+}
+
+func status(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == Container {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// podPid finds the container's main process through its cgroup on the
+// node: kubelet's cgroupfs or systemd layout, cgroup v1 or v2.
+func podPid(root, uid, cid string) int {
+	for _, dir := range ContainerCgroupDirs(root, uid, cid) {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			pid, _ := strconv.Atoi(f[0])
+			return pid
+		}
+	}
+	return 0
+}
+
+// ContainerCgroupDirs are where a pod's container's cgroup may be, on v1
+// (its cpu controller) and v2.
+func ContainerCgroupDirs(root, uid, cid string) []string {
+	var out []string
+	su := strings.ReplaceAll(uid, "-", "_")
+	for _, base := range []string{filepath.Join(root, "cpu"), root} {
+		for _, q := range []string{"", "burstable/", "besteffort/"} {
+			out = append(out, filepath.Join(base, "kubepods", q+"pod"+uid, cid))
+		}
+		for _, q := range []string{"", "burstable", "besteffort"} {
+			slice := "kubepods.slice"
+			pod := "kubepods-pod" + su + ".slice"
+			if q != "" {
+				slice = filepath.Join(slice, "kubepods-"+q+".slice")
+				pod = "kubepods-" + q + "-pod" + su + ".slice"
+			}
+			out = append(out, filepath.Join(base, slice, pod, "cri-containerd-"+cid+".scope"))
+		}
+	}
+	return out
+}
+
+// Wait follows the lane's pod until its container has ended, and reports
+// how: exit code, kubelet's reason ("OOMKilled") and times.
+func (c *Cluster) Wait(ctx context.Context, id string) <-chan engine.Exit {
+	out := make(chan engine.Exit, 1)
+	// Lives until the pod's container ends, the pod goes, or ctx ends.
+	go func() { out <- c.follow(ctx, id) }()
+	return out
+}
+
+func (c *Cluster) follow(ctx context.Context, id string) engine.Exit {
+	var last *corev1.Pod
+	for ctx.Err() == nil {
+		w, err := c.cs.CoreV1().Pods(c.ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", id).String()})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			last = p
+			if e, over := ended(p); over {
+				w.Stop()
+				return e
+			}
+			if ev.Type == watch.Deleted {
+				w.Stop()
+				return engine.Exit{Err: fmt.Errorf("pod %s was deleted before its container ended", id)}
+			}
+		}
+		w.Stop()
+	}
+	if last != nil {
+		if e, over := ended(last); over {
+			return e
+		}
+	}
+	return engine.Exit{Err: ctx.Err()}
+}
+
+func ended(p *corev1.Pod) (engine.Exit, bool) {
+	st := status(p)
+	if st == nil || st.State.Terminated == nil {
+		return engine.Exit{}, false
+	}
+	t := st.State.Terminated
+	return engine.Exit{Code: int(t.ExitCode), OOMKilled: t.Reason == "OOMKilled", Reason: t.Reason,
+		StartedAt: t.StartedAt.Time, FinishedAt: t.FinishedAt.Time}, true
+}
+
+// Logs copies the container's output: kubelet keeps one stream, so the
+// workload's JSON lines go to stdout and anything else to stderr.
+func (c *Cluster) Logs(ctx context.Context, id string, stdout, stderr io.Writer) error {
+	rc, err := c.cs.CoreV1().Pods(c.ns).GetLogs(id, &corev1.PodLogOptions{Container: Container, Follow: true}).Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		w := stderr
+		if json.Valid(line) && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+			w = stdout
+		}
+		// A copy: the scanner's buffer holds the lines still to come.
+		if _, err := w.Write(append(slices.Clip(line), '\n')); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// Signal asks a lane to stop: its pod is deleted, with a grace period for
+// "TERM" (kubelet sends SIGTERM, then SIGKILL) and none for "KILL".
+func (c *Cluster) Signal(id, sig string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	grace := int64(gracePeriod)
+	if sig == "KILL" {
+		grace = 0
+	}
+	if err := c.cs.CoreV1().Pods(c.ns).Delete(ctx, id, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !notFound(err) {
+		log.Debug("signal pod", slog.String("pod", id), slog.String("signal", sig), slog.Any("err", err))
+	}
+}
+
+// Remove deletes a run's pods, by its label, and waits until they are gone.
+func (c *Cluster) Remove(ctx context.Context, runID string, ids []string, _ []experiments.PlannedLane, log *slog.Logger) {
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.pending, id)
+		delete(c.started, id)
+	}
+	c.mu.Unlock()
+	if _, err := c.Reap(ctx, engine.LabelRun, runID); err != nil {
+		log.Warn("remove pods", slog.String("run", runID), slog.Any("err", err))
+	}
+}
+
+// OpenReader reads the pod's container's cgroup files on the node.
+func (c *Cluster) OpenReader(_ context.Context, _ engine.HostInfo, id string, pid int, log *slog.Logger) (engine.Reader, time.Duration, string) {
+	c.mu.Lock()
+	cid := c.started[id]
+	c.mu.Unlock()
+	if cid == "" || pid == 0 {
+		return noReader{fmt.Errorf("kube: pod %s has no process here", id)}, time.Second, engine.StatsCgroup
+	}
+	cg, err := engine.FindCgroup(c.cgroupRoot, cid, pid)
+	if err != nil {
+		log.Warn("pod cgroup files not found", slog.String("pod", id), slog.Int("pid", pid), slog.Any("err", err))
+		return noReader{fmt.Errorf("kube: no cgroup files of pod %s", id)}, time.Second, engine.StatsCgroup
+	}
+	return cg, 0, engine.StatsCgroup
+}
+
+type noReader struct{ err error }
+
+func (n noReader) Read() (engine.Counters, error) { return engine.Counters{}, n.err }

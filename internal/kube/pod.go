@@ -1,0 +1,142 @@
+// Package kube runs a run's lanes as pods on a Kubernetes cluster, through
+// client-go: one pod per lane, built by the server from validated fields
+// only, hardened as the Docker engine's containers are, labelled with the
+// run and the server's instance, and reaped like them. It implements the
+// runner's Backend beside engine.Docker and knows nothing of queues or
+// pages.
+package kube
+
+import (
+	"strconv"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Container is the name of a lane pod's one container.
+const Container = "workload"
+
+// nobody is the workload's user and group, as in the Docker image.
+const nobody = 65534
+
+// gracePeriod is how long a lane asked to stop has before it is killed:
+// the workload prints its summary on SIGTERM and exits at once.
+const gracePeriod = 5
+
+// PodSpec builds lane i's pod. Every field comes from the plan; args are
+// the workload's command line (a load lane's with its service's address).
+// The pod runs on node, never restarts, runs as nobody on a read-only root
+// without capabilities, privilege escalation, host namespaces or a
+// service-account token, under the runtime's seccomp profile.
+func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
+	l := nl.Lane
+	yes, no := true, false
+	user := int64(nobody)
+	grace := int64(gracePeriod)
+	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+	tmpSize := resource.MustParse("16Mi")
+	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &tmpSize}}}}
+	if l.Workload.Disk() {
+		// A disk of the node's for the disk workloads, gone with the pod.
+		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   engine.ContainerName(nl.RunID, nl.Index),
+			Labels: Labels(nl.Instance, nl.RunID, nl.Index),
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: &yes, RunAsUser: &user, RunAsGroup: &user, FSGroup: &user,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            Container,
+				Image:           nl.Image,
+				ImagePullPolicy: corev1.PullNever,
+				Args:            args,
+				Resources:       Requirements(*l.Pod),
+				VolumeMounts:    mounts,
+				SecurityContext: &corev1.SecurityContext{
+					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+			Volumes: volumes,
+		},
+	}
+}
+
+// Requirements are a lane's resources as a container's. Requests equal to
+// their limits are left to the API server's defaulting, as people write
+// them.
+func Requirements(p experiments.Pod) corev1.ResourceRequirements {
+	var r corev1.ResourceRequirements
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = *q
+	}
+	if p.LimitMilliCPU > 0 {
+		set(&r.Limits, corev1.ResourceCPU, resource.NewMilliQuantity(p.LimitMilliCPU, resource.DecimalSI))
+	}
+	if p.LimitMemory > 0 {
+		set(&r.Limits, corev1.ResourceMemory, resource.NewQuantity(p.LimitMemory, resource.BinarySI))
+	}
+	if p.RequestMilliCPU > 0 && p.RequestMilliCPU != p.LimitMilliCPU {
+		set(&r.Requests, corev1.ResourceCPU, resource.NewMilliQuantity(p.RequestMilliCPU, resource.DecimalSI))
+	}
+	if p.RequestMemory > 0 && p.RequestMemory != p.LimitMemory {
+		set(&r.Requests, corev1.ResourceMemory, resource.NewQuantity(p.RequestMemory, resource.BinarySI))
+	}
+	return r
+}
+
+// PodOfSpec reads a pod's resources back, as the API server stored them.
+func PodOfSpec(c corev1.Container, qos corev1.PodQOSClass) experiments.Pod {
+	p := experiments.Pod{QoS: string(qos)}
+	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		p.LimitMilliCPU = q.MilliValue()
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		p.LimitMemory = q.Value()
+	}
+	if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+		p.RequestMilliCPU = q.MilliValue()
+	}
+	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		p.RequestMemory = q.Value()
+	}
+	return p
+}
+
+// Labels mark a lane's pod as the run's and the server's.
+func Labels(instance, runID string, lane int) map[string]string {
+	l := map[string]string{engine.LabelRun: runID, engine.LabelLane: strconv.Itoa(lane)}
+	if instance != "" {
+		l[engine.LabelInstance] = instance
+	}
+	return l
+}
+
+// YAML is the pod as kubectl apply would take it: what the server asks
+// for, without the status and defaults the API server adds.
+func YAML(p *corev1.Pod) string {
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

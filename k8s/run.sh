@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# make test-k8s: the suite's Kubernetes part on a real single-node cluster
+# started here (cluster.sh), always stopped on the way out. It fails loudly
+# if the cluster does not come up, if a test fails, or if anything is left:
+# a process, a kubepods cgroup, or a changed sysctl of this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. k8s/env.sh
+
+bash k8s/build.sh
+mkdir -p bin
+CGO_ENABLED=0 go build -o bin/limitlab ./cmd/server
+IMAGES=$(mktemp --suffix .tar)
+bin/limitlab image -o "$IMAGES" -pause >/dev/null
+
+sysctls() { cat /proc/sys/vm/overcommit_memory /proc/sys/kernel/panic /proc/sys/kernel/panic_on_oops | tr '\n' ' '; }
+before=$(sysctls)
+finish() {
+  rc=$?
+  bash k8s/cluster.sh down || rc=1
+  rm -f "$IMAGES"
+  if [ "$(sysctls)" != "$before" ]; then
+    echo "k8s: FAIL: this machine's sysctls changed: $before -> $(sysctls)" >&2; rc=1
+  fi
+  if ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null | grep -q .; then
+    echo "k8s: FAIL: kubepods cgroups left" >&2; rc=1
+  fi
+  exit $rc
+}
+trap finish EXIT
+IMAGES=$IMAGES bash k8s/cluster.sh up
+LIMITLAB_KUBECONFIG=$KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab \
+  go test -tags k8s -count=1 -timeout 20m ${K8S_TEST_ARGS:-} ./internal/kube/...
