@@ -29,7 +29,10 @@ type NewLane struct {
 
 // Exit is how a lane ended, as its engine reports it.
 type Exit struct {
+	// Code is the exit code; HasCode says the engine gave one (it may
+	// give one from its inspect even when the wait itself failed).
 	Code      int
+	HasCode   bool
 	OOMKilled bool
 	// Reason is the engine's word for the end ("OOMKilled", "Error"), if
 	// it gives one.
@@ -66,7 +69,7 @@ func (d Docker) Wait(ctx context.Context, id string) <-chan Exit {
 		var e Exit
 		select {
 		case res := <-w.Result:
-			e.Code = int(res.StatusCode)
+			e.Code, e.HasCode = int(res.StatusCode), true
 		case err := <-w.Error:
 			e.Err = err
 		}
@@ -74,8 +77,8 @@ func (d Docker) Wait(ctx context.Context, id string) <-chan Exit {
 		if err == nil && ins.Container.State != nil {
 			st := ins.Container.State
 			e.OOMKilled = st.OOMKilled
-			if e.Err != nil {
-				e.Code = st.ExitCode
+			if !e.HasCode {
+				e.Code, e.HasCode = st.ExitCode, true
 			}
 			e.StartedAt, e.FinishedAt = parseEngineTime(st.StartedAt), parseEngineTime(st.FinishedAt)
 			if st.OOMKilled {

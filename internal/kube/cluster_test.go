@@ -195,7 +195,7 @@ func TestDockerFlagsOnACluster(t *testing.T) {
 		t.Errorf("QoS %s, want Guaranteed (limits alone)", pod.Status.QOSClass)
 	}
 	c := pod.Spec.Containers[0]
-	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || len(c.SecurityContext.Capabilities.Drop) != 1 || pod.Spec.HostNetwork || pod.Spec.HostPID {
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || len(c.SecurityContext.Capabilities.Drop) != 1 || c.SecurityContext.Capabilities.Drop[0] != "ALL" || pod.Spec.HostNetwork || pod.Spec.HostPID {
 		t.Errorf("the pod is not hardened: %+v", pod.Spec)
 	}
 	if pod.Labels[engine.LabelInstance] != instance || pod.Labels[engine.LabelRun] != r.ID() {

@@ -218,7 +218,7 @@ func ended(p *corev1.Pod) (engine.Exit, bool) {
 		return engine.Exit{}, false
 	}
 	t := st.State.Terminated
-	return engine.Exit{Code: int(t.ExitCode), OOMKilled: t.Reason == "OOMKilled", Reason: t.Reason,
+	return engine.Exit{Code: int(t.ExitCode), HasCode: true, OOMKilled: t.Reason == "OOMKilled", Reason: t.Reason,
 		StartedAt: t.StartedAt.Time, FinishedAt: t.FinishedAt.Time}, true
 }
 

@@ -104,24 +104,6 @@ func Requirements(p experiments.Pod) corev1.ResourceRequirements {
 	return r
 }
 
-// PodOfSpec reads a pod's resources back, as the API server stored them.
-func PodOfSpec(c corev1.Container, qos corev1.PodQOSClass) experiments.Pod {
-	p := experiments.Pod{QoS: string(qos)}
-	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-		p.LimitMilliCPU = q.MilliValue()
-	}
-	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		p.LimitMemory = q.Value()
-	}
-	if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-		p.RequestMilliCPU = q.MilliValue()
-	}
-	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
-		p.RequestMemory = q.Value()
-	}
-	return p
-}
-
 // Labels mark a lane's pod as the run's and the server's.
 func Labels(instance, runID string, lane int) map[string]string {
 	l := map[string]string{engine.LabelRun: runID, engine.LabelLane: strconv.Itoa(lane)}

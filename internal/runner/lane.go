@@ -93,10 +93,11 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	r.mu.Lock()
 	l := r.st.lanes[i]
 	l.state, l.endedAt, l.timedOut = LaneExited, ended, timedOut
-	if exit.Err == nil {
+	if exit.HasCode {
 		code := exit.Code
 		l.exitCode = &code
-	} else {
+	}
+	if exit.Err != nil {
 		l.err = "engine: wait: " + exit.Err.Error()
 	}
 	l.oomKilled = l.oomKilled || exit.OOMKilled
