@@ -51,13 +51,15 @@ reap-test-engines:
 	$(GO) run ./internal/enginetest/reap
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
-# and must not run beside each other. Then the suite's cgroup v2 part, in
-# the VM (test-v2).
+# and must not run beside each other. Then the suite's Kubernetes part on a
+# cluster of its own (test-k8s), and its cgroup v2 part, in the VM
+# (test-v2).
 test: assets reap-test-engines test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
-	$(GO) vet -tags k8s ./internal/kube ./web
+	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	k8s/run.sh
 	vm/run.sh
 
 # The suite's Kubernetes part on a real single-node cluster of its own

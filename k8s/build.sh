@@ -9,7 +9,9 @@ mkdir -p "$CACHE"
 if [ ! -x "$DEBS/usr/bin/etcd" ] || [ ! -x "$DEBS/usr/bin/containerd" ]; then
   say "unpacking Debian's etcd-server, containerd, runc and CNI plugins"
   w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
-  (cd "$w" && apt-get download etcd-server containerd runc containernetworking-plugins >/dev/null)
+  # A fresh machine may have no package lists yet.
+  (cd "$w" && { apt-get download etcd-server containerd runc containernetworking-plugins >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get download etcd-server containerd runc containernetworking-plugins >/dev/null; }; })
   mkdir -p "$DEBS.new"
   for d in "$w"/*.deb; do dpkg-deb -x "$d" "$DEBS.new"; done
   rm -rf "$DEBS"; mv "$DEBS.new" "$DEBS"

@@ -8,7 +8,9 @@
 #    three sysctls kubelet insists on are files of its own, so the host's stay
 #    as they are (protectKernelDefaults stays on: kubelet fails rather than
 #    write them);
-#  - pods use a CNI bridge without a gateway or masquerading: no iptables;
+#  - pods use a CNI bridge without a gateway or masquerading, in a network
+#    namespace of its own where containerd runs: no iptables rule is added
+#    here, and pods reach each other (and nothing else);
 #  - no image is pulled: the workload and pause images are the server's own
 #    binary, written as an OCI archive (limitlab image) and imported.
 # Every process is started with its PID kept and stopped by that PID; down
@@ -53,6 +55,11 @@ pki() {
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver 2>/dev/null
     printf 'subjectAltName=IP:127.0.0.1,IP:10.97.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >apiserver.ext
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 2 -extfile apiserver.ext 2>/dev/null
+    # The API server's client certificate for kubelet (pod logs): kubelet
+    # takes no anonymous request.
+    openssl req -newkey rsa:2048 -nodes -keyout kubelet-client.key -out kubelet-client.csr -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >kubelet-client.ext
+    openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out kubelet-client.crt -days 2 -extfile kubelet-client.ext 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
     : >tokens.csv
@@ -191,7 +198,8 @@ up() {
     --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$p/sa.pub" \
     --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.97.0.0/24 \
-    --kubelet-preferred-address-types=InternalIP
+    --kubelet-preferred-address-types=InternalIP \
+    --kubelet-client-certificate="$p/kubelet-client.crt" --kubelet-client-key="$p/kubelet-client.key"
   until_ok 120 kubectl get --raw /readyz || fail "the API server was not ready in 120 s"
   # Without per-controller credentials kube-root-ca.crt is never published
   # and no token volume can mount.
@@ -204,7 +212,8 @@ up() {
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
   until_ok 120 kubectl -n default get serviceaccount default || fail "no default service account in 120 s"
 
-  start mntns unshare --mount --propagation private -- /bin/bash -c "
+  start mntns unshare --mount --net --propagation private -- /bin/bash -c "
+    ip link set lo up &&
     mount --bind $KDATA/sysctl/overcommit_memory /proc/sys/vm/overcommit_memory &&
     mount --bind $KDATA/sysctl/panic /proc/sys/kernel/panic &&
     mount --bind $KDATA/sysctl/panic_on_oops /proc/sys/kernel/panic_on_oops &&
@@ -214,7 +223,10 @@ up() {
     touch $KDATA/mntns.ready && exec sleep infinity"
   until_ok 10 test -e "$KDATA/mntns.ready" || fail "the private mount namespace did not come up"
   local ns="nsenter --target $(cat "$PIDS/mntns.pid") --mount --"
-  start containerd $ns containerd --config "$KDATA/conf/containerd.toml"
+  # containerd, and so the pods' bridge, in the private network namespace:
+  # pod to pod traffic is bridged there, under that namespace's empty
+  # firewall, not this machine's (whose FORWARD policy Docker sets to DROP).
+  start containerd nsenter --target "$(cat "$PIDS/mntns.pid")" --mount --net -- containerd --config "$KDATA/conf/containerd.toml"
   until_ok 30 ctr --address "$SOCK" version || fail "containerd did not answer in 30 s"
   ctr --address "$SOCK" -n k8s.io images import "$IMAGES" >/dev/null || fail "importing $IMAGES failed"
   local ip; ip=$(node_ip)

@@ -29,5 +29,15 @@ finish() {
 }
 trap finish EXIT
 IMAGES=$IMAGES bash k8s/cluster.sh up
-LIMITLAB_KUBECONFIG=$KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab \
-  go test -tags k8s -count=1 -timeout 20m ${K8S_TEST_ARGS:-} ./internal/kube/...
+# The suite runs as the service account deploy/kubernetes/rbac.yaml gives
+# the server, with a token of an hour: what the server needs of a cluster
+# is what the README says, no more.
+kubectl apply -f deploy/kubernetes/rbac.yaml >/dev/null
+SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
+cp "$KUBECONFIG" "$SA_KUBECONFIG"
+KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
+KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
+export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
+go test -tags k8s -count=1 -timeout 20m ${K8S_TEST_ARGS:-} ./internal/kube/...
+# The pages of a Kubernetes run, in Chromium.
+go test -tags k8s -count=1 -timeout 10m -run '^TestKubernetes' ./web

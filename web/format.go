@@ -26,6 +26,9 @@ func limitsText(r experiments.Resources) string {
 // laneLimits shows what the engine applied, or what was asked for before
 // the container exists.
 func laneLimits(l runner.LaneResult) string {
+	if l.PodYAML != "" && l.Pod != nil {
+		return l.Pod.Text()
+	}
 	if l.Applied != nil {
 		return limitsText(*l.Applied)
 	}
@@ -162,6 +165,21 @@ func samplingText(s *runner.SamplingView) string {
 		s.IntervalMs, s.ErrorP50Ms, s.ErrorP99Ms, s.ErrorMaxMs, s.Intervals)
 }
 
+// startText says how together a start barrier's lanes began.
+func startText(s runner.StartView) string {
+	return fmt.Sprintf("Start barrier: the %d lanes began their work within %.1f ms of each other (their workloads' own clocks); the engine had started them over %.0f ms.", s.Lanes, s.SkewMs, s.StartsMs)
+}
+
+// hasPods says a run's lanes ran as pods.
+func hasPods(v runner.RunView) bool {
+	for _, l := range v.Lanes {
+		if l.PodYAML != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func hasKernel(v runner.RunView) bool {
 	for _, l := range v.Lanes {
 		if l.Kernel != nil && len(l.Kernel.Files) > 0 {
@@ -178,6 +196,8 @@ func holdsText(f engine.KernelReading) string {
 		return "✓"
 	case !f.Present:
 		return "" // not offered here (for one of several files: another holds it)
+	case f.Formula != "":
+		return "not this runtime's formula"
 	}
 	return "differs"
 }

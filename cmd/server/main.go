@@ -161,6 +161,9 @@ func parseFlags(args []string) (config, error) {
 	if c.kubeconfig != "" && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
 		return c, errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
 	}
+	if !engine.ValidNamespace(c.namespace) {
+		return c, fmt.Errorf("-namespace %q: want a namespace name (lowercase letters, digits and dashes, at most 63)", c.namespace)
+	}
 	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
 		return c, errors.New("-sampler and -sampler-token-file go together")
 	}
@@ -321,17 +324,25 @@ func run(ctx context.Context, args []string) error {
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
+	// cluster is a Kubernetes cluster as an engine of the pool.
+	cluster := func(name string, a engine.KubernetesAddress) (workshop.PoolEngine, error) {
+		cl, err := kube.Connect(a.Kubeconfig, a.Namespace, instance, cfg.cgroupRoot)
+		if err != nil {
+			return workshop.PoolEngine{}, err
+		}
+		log.Info("kubernetes", slog.String("engine", name), slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()))
+		return workshop.PoolEngine{Name: name, Address: cl.Server(), Driver: cl, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
+			return prepareCluster(ctx, cl, bin, st, instance, log.With(slog.String("engine", name)))
+		}}, nil
+	}
 	var one engine.Engine // the engine without a pool; with one, NewManager takes opts.Pool
 	switch {
 	case cfg.kubeconfig != "":
-		cl, err := kube.Connect(cfg.kubeconfig, cfg.namespace, instance, cfg.cgroupRoot)
+		pe, err := cluster("kubernetes", engine.KubernetesAddress{Kubeconfig: cfg.kubeconfig, Namespace: cfg.namespace})
 		if err != nil {
 			return fmt.Errorf("-kubeconfig: %w", err)
 		}
-		opts.Pool = []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: cl, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
-			return prepareCluster(ctx, cl, bin, st, instance, log)
-		}}}
-		log.Info("kubernetes", slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()))
+		opts.Pool = []workshop.PoolEngine{pe}
 	case pool == nil:
 		eng, err := engine.NewClient()
 		if err != nil {
@@ -354,6 +365,14 @@ func run(ctx context.Context, args []string) error {
 		one = eng
 	default:
 		for _, a := range pool {
+			if a.Kubernetes != nil {
+				pe, err := cluster(a.Name, *a.Kubernetes)
+				if err != nil {
+					return fmt.Errorf("-engines: engine %q: %w", a.Name, err)
+				}
+				opts.Pool = append(opts.Pool, pe)
+				continue
+			}
 			c, err := engine.Dial(a)
 			if err != nil {
 				return fmt.Errorf("-engines: %w", err)

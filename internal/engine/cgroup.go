@@ -36,6 +36,7 @@ type CgroupReader struct {
 	v2 bool
 	// v1: one directory per controller; v2: dirs["unified"].
 	dirs map[string]string
+	root string
 
 	mu     sync.Mutex
 	files  map[[2]string]openFile // by directory and name, opened on first use
@@ -52,6 +53,21 @@ type openFile struct {
 }
 
 var v1Controllers = []string{"cpuacct", "cpu", "memory", "blkio", "pids"}
+
+// Path is the container's cgroup as the kernel names it
+// (/kubepods/burstable/pod…/…, /docker/…): v2's one directory, or v1's cpu
+// hierarchy's.
+func (r *CgroupReader) Path() string {
+	d, c := r.dirs["unified"], ""
+	if !r.v2 {
+		d, c = r.dirs["cpu"], "cpu"
+	}
+	rel, err := filepath.Rel(filepath.Join(r.root, c), d)
+	if err != nil {
+		return ""
+	}
+	return "/" + rel
+}
 
 // v1Optional are hierarchies the readings do not need, kept where present
 // for reading limits back (cpuset.cpus).
@@ -78,7 +94,7 @@ func FindCgroup(root, id string, pid int) (*CgroupReader, error) {
 		}
 		return defaults
 	}
-	r := &CgroupReader{v2: v2, dirs: map[string]string{}, files: map[[2]string]openFile{}}
+	r := &CgroupReader{v2: v2, root: root, dirs: map[string]string{}, files: map[[2]string]openFile{}}
 	if v2 {
 		for _, rel := range candidates("") {
 			if d := filepath.Join(root, rel); fileExists(filepath.Join(d, "cpu.stat")) {

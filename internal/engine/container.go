@@ -33,6 +33,9 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 	if o.progressFile {
 		cmd = append(cmd, "-progress-file", wire.ProgressPath)
 	}
+	if o.begin {
+		cmd = append(cmd, "-begin-file", wire.BeginPath)
+	}
 	var mounts []mount.Mount
 	if l.Workload.Disk() {
 		// A volume of the lane's own: a real filesystem on a block device
@@ -72,7 +75,12 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 // LaneOption sets how a lane's container is made.
 type LaneOption func(*laneOptions)
 
-type laneOptions struct{ progressFile bool }
+type laneOptions struct{ progressFile, begin bool }
+
+// WithBegin has the workload wait for wire.BeginPath in its tmpfs before
+// it begins its work: the server writes it into every lane of a start
+// barrier at once.
+func WithBegin(on bool) LaneOption { return func(o *laneOptions) { o.begin = on } }
 
 // WithProgressFile has the workload keep its progress in a file of its
 // container (wire.ProgressPath) for the server to read, rather than print

@@ -25,6 +25,9 @@ type NewLane struct {
 	// ProgressFile: the workload writes its progress to a file the server
 	// reads (a local engine).
 	ProgressFile bool
+	// Begin: the workload waits for the start barrier's file
+	// (wire.BeginPath) before its first unit of work.
+	Begin bool
 }
 
 // Exit is how a lane ended, as its engine reports it.
@@ -48,7 +51,7 @@ type Docker struct{ Engine Engine }
 // Create creates the lane's container (and a disk workload's volume) and
 // reads back what the engine applied.
 func (d Docker) Create(ctx context.Context, nl NewLane) (Created, error) {
-	c, err := CreateLane(ctx, d.Engine, nl.Instance, nl.RunID, nl.Index, nl.Lane, nl.Image, nl.TargetID, WithProgressFile(nl.ProgressFile))
+	c, err := CreateLane(ctx, d.Engine, nl.Instance, nl.RunID, nl.Index, nl.Lane, nl.Image, nl.TargetID, WithProgressFile(nl.ProgressFile), WithBegin(nl.Begin))
 	if err == nil {
 		network := ""
 		if nl.Lane.Target >= 0 {

@@ -34,7 +34,24 @@ type EngineAddress struct {
 	// Sampler, where the server cannot see the engine host's cgroup
 	// files, is the limitlab sampler that reads them there.
 	Sampler *SamplerAddress `json:"sampler,omitempty"`
+	// Kubernetes makes the entry a cluster rather than a Docker engine:
+	// {"name": "k8s", "kubernetes": {"kubeconfig": "admin.kubeconfig",
+	// "namespace": "limitlab"}}.
+	Kubernetes *KubernetesAddress `json:"kubernetes,omitempty"`
 }
+
+// KubernetesAddress is a cluster of a pool: its kubeconfig file and the
+// namespace the server's pods go in ("default" when left out).
+type KubernetesAddress struct {
+	Kubeconfig string `json:"kubeconfig"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+// namespaceName is a Kubernetes namespace's name (a DNS label).
+var namespaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidNamespace says whether s can name a Kubernetes namespace.
+func ValidNamespace(s string) bool { return namespaceName.MatchString(s) }
 
 // SamplerAddress is where a sampler serves an engine host's cgroup files:
 // its URL, the file holding its token, and for https the CA file that
@@ -63,7 +80,8 @@ func ValidEngineName(s string) bool { return engineName.MatchString(s) }
 //	              "ssh": {"identity_file": "id_ed25519", "known_hosts_file": "known_hosts"}},
 //	             {"name": "bench-2", "host": "tcp://10.0.0.12:2376",
 //	              "tls": {"ca": "ca.pem", "cert": "cert.pem", "key": "key.pem"},
-//	              "sampler": {"url": "https://10.0.0.12:7071", "token_file": "bench-2.token", "ca": "ca.pem"}}]}
+//	              "sampler": {"url": "https://10.0.0.12:7071", "token_file": "bench-2.token", "ca": "ca.pem"}},
+//	             {"name": "k8s", "kubernetes": {"kubeconfig": "admin.kubeconfig", "namespace": "limitlab"}}]}
 //
 // Its errors name the engine and the field. An engine on tcp:// must have
 // TLS: whoever reaches its port is root on its host. An ssh:// engine is
@@ -102,6 +120,20 @@ func ParseEngines(b []byte) ([]EngineAddress, error) {
 			return nil, fail("name", "named twice")
 		}
 		seen[e.Name] = true
+		if k := e.Kubernetes; k != nil {
+			switch {
+			case e.Host != "" || e.TLS != nil || e.SSH != nil || e.Sampler != nil:
+				return nil, fail("kubernetes", "a cluster takes its address and credentials from its kubeconfig: no host, tls, ssh or sampler")
+			case k.Kubeconfig == "":
+				return nil, fail("kubernetes.kubeconfig", "name the cluster's kubeconfig file")
+			case k.Namespace != "" && !namespaceName.MatchString(k.Namespace):
+				return nil, fail("kubernetes.namespace", "want a namespace name (lowercase letters, digits and dashes, at most 63), got %q", k.Namespace)
+			}
+			if k.Namespace == "" {
+				f.Engines[i].Kubernetes.Namespace = "default"
+			}
+			continue
+		}
 		u, err := url.Parse(e.Host)
 		if err != nil {
 			return nil, fail("host", "%v", err)

@@ -14,8 +14,15 @@ func TestParseEngines(t *testing.T) {
 	if err != nil || len(es) != 3 || es[2].SSH == nil || es[2].SSH.IdentityFile != "id" || es[1].TLS == nil || es[1].TLS.Key != "key.pem" || es[0].Sampler != nil || es[1].Sampler == nil || es[1].Sampler.TokenFile != "bench-2.token" {
 		t.Fatalf("%+v %v", es, err)
 	}
+	es, err = ParseEngines([]byte(`{"engines": [{"name": "k8s", "kubernetes": {"kubeconfig": "admin.kubeconfig"}}]}`))
+	if err != nil || len(es) != 1 || es[0].Kubernetes == nil || es[0].Kubernetes.Kubeconfig != "admin.kubeconfig" || es[0].Kubernetes.Namespace != "default" {
+		t.Fatalf("a cluster entry: %+v %v", es, err)
+	}
 	for _, tt := range []struct{ file, want string }{
 		{`{"engines": []}`, "engines: list at least one engine"},
+		{`{"engines": [{"name": "k", "kubernetes": {"kubeconfig": "c", "namespace": "Bad_NS"}}]}`, `engine 1 ("k"): kubernetes.namespace: want a namespace name`},
+		{`{"engines": [{"name": "k", "kubernetes": {}}]}`, `engine 1 ("k"): kubernetes.kubeconfig: name the cluster's kubeconfig file`},
+		{`{"engines": [{"name": "k", "host": "unix:///s", "kubernetes": {"kubeconfig": "c"}}]}`, `engine 1 ("k"): kubernetes: a cluster takes its address`},
 		{`{"engines": [{"name": "a", "host": "unix:///s"}], "extra": 1}`, `unknown field "extra"`},
 		{`{"engines": [{"name": "A b", "host": "unix:///s"}]}`, `engine 1 ("A b"): name:`},
 		{`{"engines": [{"name": "a", "host": "unix:///s"}, {"name": "a", "host": "unix:///t"}]}`, `engine 2 ("a"): name: named twice`},

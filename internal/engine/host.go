@@ -95,6 +95,13 @@ const (
 // from files in their containers rather than from the engine's logs.
 func (h HostInfo) ReadsProgressFiles() bool { return h.ProgressSource == ProgressFile }
 
+// ReachesLanes says whether the server can write into its lanes' tmpfs
+// (through /proc/<pid>/root), as a start barrier does: a local engine
+// whose containers' files it sees, or a cluster node it runs on.
+func (h HostInfo) ReachesLanes() bool {
+	return h.ReadsProgressFiles() || h.Platform == PlatformKubernetes && h.local
+}
+
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
 func (h HostInfo) CgroupV2() bool { return h.CgroupVersion == "2" }
 

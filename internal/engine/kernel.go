@@ -70,24 +70,31 @@ type KernelView struct {
 	// Note says why nothing was read back (the cgroup files are not
 	// visible here).
 	Note string `json:"note,omitempty"`
+	// Path is the lane's cgroup, where it was read back
+	// (/kubepods/burstable/pod…/… for a pod's container).
+	Path string `json:"path,omitempty"`
 }
 
-// ReadKernelView reads back what applied wrote, through the lane's reader
-// when it reads cgroup files; with another reader it lists the files
-// without values, saying why.
-func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources) KernelView {
+// ReadKernelView reads back what applied wrote (in Kubernetes' words for a
+// lane given as a pod), through the lane's reader when it reads cgroup
+// files; with another reader it lists the files without values, saying
+// why.
+func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources, pod *experiments.Pod) KernelView {
 	v2 := h.CgroupV2()
 	devs := map[string]string{}
 	if h.local {
 		devs = DeviceNumbers(applied)
 	}
-	kv := KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.KernelFiles(applied, !v2, devs)}
+	kv := KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.LaneKernelFiles(applied, pod, !v2, devs)}
 	if v2 {
 		kv.Cgroup, kv.OtherCgroup = "2", "1"
 	}
-	files := experiments.KernelFiles(applied, v2, devs)
+	files := experiments.LaneKernelFiles(applied, pod, v2, devs)
 	if cg, ok := rd.(CgroupFiles); ok {
 		kv.Files = ReadKernel(cg, files)
+		if p, ok := rd.(interface{ Path() string }); ok {
+			kv.Path = p.Path()
+		}
 		return kv
 	}
 	for _, f := range files {

@@ -24,6 +24,9 @@ type KernelFile struct {
 	// offers (a weight goes to io.bfq.weight under BFQ, else io.weight);
 	// it holds when any of them does.
 	Either bool `json:"either,omitempty"`
+	// Formula names the conversion Want follows, where runtimes differ
+	// (a pod's cpu.weight on v2).
+	Formula string `json:"formula,omitempty"`
 }
 
 // Holds says whether a file's contents show the wanted value: some line of

@@ -141,10 +141,83 @@ func TestQoSContentionPrediction(t *testing.T) {
 	if len(g) != 3 || math.Abs(g[0]-1) > 0.01 || math.Abs(g[1]-0.996) > 0.01 || g[2] > 0.01 {
 		t.Errorf("allotment %v, want about 1, 0.996 and 0.004 cores", g)
 	}
-	if d := ratioDeviation(0.012, 0.004); d > 0.2 {
-		t.Errorf("a starved lane's 1.2%% against 0.4%% deviates %.2f", d)
+	for _, m := range []float64{0.004, 0.012, 0.045, 0.05} {
+		if d := ratioDeviation(m, 0.004); d != 0 {
+			t.Errorf("a starved lane's %.1f%% against 0.4%% deviates %.2f", m*100, d)
+		}
+	}
+	if d := ratioDeviation(0.08, 0.004); math.Abs(d-0.6) > 1e-9 {
+		t.Errorf("a lane predicted starved that got 8%% deviates %.3f, want 0.6", d)
 	}
 	if d := ratioDeviation(0.5, 0.4); math.Abs(d-0.25) > 1e-9 {
 		t.Errorf("ratios above the floor deviate relatively: %.3f", d)
+	}
+}
+
+// runc's two cpu.weight formulas meet at their ends; the newer one puts a
+// request of one CPU (1024 shares) at the kernel's default weight.
+func TestWeightFormulas(t *testing.T) {
+	for _, c := range []struct{ shares, linear, quadratic int64 }{
+		{2, 1, 1}, {1024, 39, 100}, {262144, 10000, 10000},
+	} {
+		if got := WeightLinear(c.shares); got != c.linear {
+			t.Errorf("linear(%d) = %d, want %d", c.shares, got, c.linear)
+		}
+		if got := WeightQuadratic(c.shares); got != c.quadratic {
+			t.Errorf("quadratic(%d) = %d, want %d", c.shares, got, c.quadratic)
+		}
+	}
+	for s := int64(3); s < maxShares; s += 97 {
+		if WeightQuadratic(s) < WeightQuadratic(s-97+1) {
+			t.Fatalf("quadratic weight falls at %d shares", s)
+		}
+	}
+}
+
+// A pod's kernel files, in Kubernetes' words: the request as shares (or
+// either v2 weight), the limit as a quota, none as -1 or max.
+func TestPodKernelFiles(t *testing.T) {
+	burst := Pod{RequestMilliCPU: 500, RequestMemory: 32 << 20, QoS: QoSBurstable}
+	got := map[string]string{}
+	for _, f := range PodKernelFiles(burst, false) {
+		got[f.Flag+" "+f.Value+" "+f.File] = f.Want
+	}
+	want := map[string]string{
+		"requests.cpu 500m cpu.shares":             "512",
+		"limits.cpu none cpu.cfs_quota_us":         "-1",
+		"limits.cpu none cpu.cfs_period_us":        "100000",
+		"limits.memory none memory.limit_in_bytes": v1Unlimited,
+	}
+	if len(got) != len(want) {
+		t.Errorf("v1 files %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("v1 %s: want %q, got %q", k, v, got[k])
+		}
+	}
+	guaranteed := Pod{RequestMilliCPU: 1000, LimitMilliCPU: 1000, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}
+	var weights []string
+	for _, f := range PodKernelFiles(guaranteed, true) {
+		switch f.File {
+		case "cpu.weight":
+			if !f.Either || f.Formula == "" {
+				t.Errorf("v2 weight row %+v: want one of two formulas", f)
+			}
+			weights = append(weights, f.Want)
+		case "cpu.max":
+			if f.Want != "100000 100000" || f.Value != "1" {
+				t.Errorf("cpu.max %+v", f)
+			}
+		case "memory.max":
+			if f.Want != "67108864" || f.Value != "64Mi" {
+				t.Errorf("memory.max %+v", f)
+			}
+		default:
+			t.Errorf("unexpected v2 file %+v", f)
+		}
+	}
+	if len(weights) != 2 || weights[0] != "39" || weights[1] != "100" {
+		t.Errorf("v2 weights %v, want 39 (linear) and 100 (quadratic)", weights)
 	}
 }

@@ -134,10 +134,21 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// Alive says whether the API server answers.
+// Alive says whether the API server answers and the run's node is still
+// Ready (a node is all the server may read beyond its namespace).
 func (c *Cluster) Alive(ctx context.Context) error {
-	_, err := c.cs.CoreV1().Namespaces().Get(ctx, c.ns, metav1.GetOptions{})
-	return err
+	name := c.Node()
+	if name == "" {
+		return fmt.Errorf("kube: no node probed")
+	}
+	n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !nodeReady(*n) {
+		return fmt.Errorf("kube: node %s is not Ready", name)
+	}
+	return nil
 }
 
 // Reap removes the pods of a run, or (instance) those a server made.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,7 @@ func (c *Cluster) Create(_ context.Context, nl engine.NewLane) (engine.Created, 
 	if node == "" {
 		return engine.Created{}, fmt.Errorf("kube: no node probed")
 	}
-	p := PodSpec(nl, node, nl.Lane.Workload.Args())
+	p := PodSpec(nl, node, args(nl))
 	c.mu.Lock()
 	c.pending[p.Name] = nl
 	c.mu.Unlock()
@@ -56,7 +57,7 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("kube: no lane %s to start", id)
 	}
-	args := nl.Lane.Workload.Args()
+	args := args(nl)
 	if nl.Lane.Target >= 0 {
 		// A load lane reaches its service at the service pod's address.
 		ip, err := c.podIP(ctx, nl.TargetID)
@@ -95,6 +96,16 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// args is a lane's workload command line, with the start barrier's file
+// where the lane waits for it.
+func args(nl engine.NewLane) []string {
+	a := nl.Lane.Workload.Args()
+	if nl.Begin {
+		a = append(a, "-begin-file", wire.BeginPath)
+	}
+	return a
 }
 
 func (c *Cluster) podIP(ctx context.Context, name string) (string, error) {

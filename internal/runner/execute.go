@@ -13,6 +13,9 @@ import (
 type execution struct {
 	r    *Run
 	load *hostLoad // nil where the engine's host is not this machine
+	// barriers are the start barriers of the lanes that begin together,
+	// by lane, where the server reaches the lanes' files.
+	barriers map[int]*barrier
 }
 
 // Execute runs the plan to its end; ctx ending stops it as the server
@@ -56,6 +59,24 @@ func (r *Run) Execute(ctx context.Context) {
 // mode, and says how the run ended.
 func (x *execution) runLanes(ctx context.Context, log *slog.Logger) (State, string) {
 	r := x.r
+	if r.env.Host.ReachesLanes() {
+		x.barriers = map[int]*barrier{}
+		in := barrierLanes(r.plan)
+		for _, group := range r.plan.Groups {
+			var lanes []int
+			for _, i := range group {
+				if in[i] {
+					lanes = append(lanes, i)
+				}
+			}
+			if len(lanes) > 0 {
+				b := newBarrier(lanes, log)
+				for _, i := range lanes {
+					x.barriers[i] = b
+				}
+			}
+		}
+	}
 	// Every container is created before any starts, so an engine that
 	// refuses one lane's config starts nothing.
 	if failed := x.createAll(ctx); failed {

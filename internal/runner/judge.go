@@ -169,6 +169,14 @@ func (x *execution) judgeLocked() {
 			th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
 				Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods, ThrottledNs: l.totals.ThrottledNs, Wall: l.wall}
 		}
+		// A service is throttled while it is loaded: its time is its
+		// load's, not its own, which includes waiting for the load to
+		// start (a second or more for a pod) and to stop.
+		for j, pl := range r.plan.Lanes {
+			if t := pl.Target; t >= 0 && lanes[j].wall > 0 && lanes[j].wall < th[t].Wall {
+				th[t].Wall = lanes[j].wall
+			}
+		}
 		v = experiments.JudgeThrottling(*spec, r.plan, th, host.NCPU)
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)

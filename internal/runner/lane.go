@@ -26,6 +26,10 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
 	defer wcancel()
 	wait := be.Wait(wctx, id)
+	gate := x.barriers[i]
+	if gate != nil {
+		defer gate.leave(i) // a lane that never runs holds no one up
+	}
 
 	if !x.awaitStartAt(ctx, i, start) {
 		x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
@@ -54,7 +58,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	r.mu.Unlock()
 	var kernel *engine.KernelView
 	if applied != nil {
-		kv := engine.ReadKernelView(r.env.Host, rd, *applied)
+		kv := engine.ReadKernelView(r.env.Host, rd, *applied, r.plan.Lanes[i].Pod)
 		kernel = &kv
 	}
 	var progress *engine.ProgressReader
@@ -68,6 +72,12 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		}
 		l.state, l.startedAt = LaneRunning, started
 	})
+	if gate != nil && pid > 0 {
+		// The lanes begin their work together: from then on they run.
+		if at := gate.arrive(ctx, i, pid); !at.IsZero() {
+			x.setLane(i, func(l *laneState) { l.runningAt, l.startedAt, l.barrier = l.startedAt, at.Sub(start).Seconds(), true })
+		}
+	}
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 
 	lctx, lcancel := context.WithCancel(wctx)

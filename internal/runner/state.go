@@ -88,7 +88,9 @@ type laneState struct {
 	waitNs    uint64 // its threads' time waiting for a CPU, from its first to its last reading
 	waitRead  bool   // waitNs was read at all (the engine's host is this machine)
 
-	startedAt, endedAt float64 // seconds since the run started
+	startedAt, endedAt float64 // seconds since the run started (for a lane of a start barrier, since it let the lanes go)
+	barrier            bool    // began its work with others at a start barrier
+	runningAt          float64 // a barrier lane's: when the engine said it ran
 	wall, user, sys    float64
 	throughput, iops   float64
 	exitCode           *int

@@ -104,8 +104,8 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	r.mu.Unlock()
 	var kernel *engine.KernelView
 	if rd != nil {
-		engine.Refresh(rd) // the next sample reads the new memory limit
-		kv := engine.ReadKernelView(host, rd, applied)
+		engine.Refresh(rd)                                  // the next sample reads the new memory limit
+		kv := engine.ReadKernelView(host, rd, applied, nil) // a live change is a Docker engine's
 		kernel = &kv
 	}
 	r.mu.Lock()

@@ -164,6 +164,50 @@ type RunView struct {
 	Series *Series `json:"series,omitempty"`
 	// Steps are a guided lab's steps and where each is.
 	Steps []StepView `json:"steps,omitempty"`
+	// Start is how together the lanes of a start barrier began their
+	// work, once they have reported it.
+	Start *StartView `json:"start,omitempty"`
+}
+
+// StartView is a start barrier's outcome: how many lanes it held, and
+// the spread of the instants each lane's workload says its work began.
+type StartView struct {
+	Lanes  int     `json:"lanes"`
+	SkewMs float64 `json:"skew_ms"`
+	// StartsMs is the spread of the instants the engine said the same
+	// lanes ran, one after another: what the barrier took away.
+	StartsMs float64 `json:"starts_ms"`
+}
+
+// startView is the spread of the barrier lanes' first work, once at least
+// two have said when it began. r.mu is held.
+func startView(lanes []*laneState) *StartView {
+	var lo, hi int64
+	var first, last float64
+	n := 0
+	for _, l := range lanes {
+		if !l.barrier || l.summary == nil || l.summary.BeganAt <= 0 {
+			continue
+		}
+		if n == 0 || l.runningAt < first {
+			first = l.runningAt
+		}
+		if n == 0 || l.runningAt > last {
+			last = l.runningAt
+		}
+		b := l.summary.BeganAt
+		if n == 0 || b < lo {
+			lo = b
+		}
+		if n == 0 || b > hi {
+			hi = b
+		}
+		n++
+	}
+	if n < 2 {
+		return nil
+	}
+	return &StartView{Lanes: n, SkewMs: float64(hi-lo) / 1e6, StartsMs: (last - first) * 1e3}
 }
 
 // viewLocked builds the run's view from its state; r.mu is held.
@@ -178,6 +222,7 @@ func (r *Run) viewLocked() RunView {
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
 		Steps: s.guide.views(), Series: r.series, Sampling: s.jitter.view(r.interval),
 		Noise: ptrTo(noiseOf(s.host, s.quiet, r.env.Host.ReadsHostLoad())),
+		Start: startView(s.lanes),
 	}
 	if !s.start.IsZero() {
 		v.StartedAt = s.start.UTC()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/workload/wire"
+	"golang.org/x/sys/unix"
 )
 
 // ProgressInterval is how often a workload reports; the issue asks for at
@@ -147,6 +148,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	var c counter
+	if cmd.BeginFile != "" {
+		awaitBegin(cmd.BeginFile)
+	}
 	// CPU time is counted from here, like wall time: the runtime's start-up
 	// in a fresh container (page faults on the binary) is not the work.
 	var ru0 syscall.Rusage
@@ -200,7 +204,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sum := wire.Summary{
 		Final: true, Kind: kind, WallS: wall,
 		UserS: tv(ru.Utime) - tv(ru0.Utime), SysS: tv(ru.Stime) - tv(ru0.Stime),
-		Done: done, Unit: unit, Throughput: done / wall, Result: result,
+		Done: done, Unit: unit, Throughput: done / wall, Result: result, BeganAt: start.UnixNano(),
 	}
 	if load != nil {
 		sum.Failures = load.failures.Load()
@@ -211,6 +215,42 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		sum.IOPS = sum.Ops / wall
 	}
 	return enc.Encode(sum)
+}
+
+// awaitBegin waits for the file the server writes into every lane that
+// begins with others, and begins anyway after wire.BeginWait. It says it
+// is ready (wire.ReadyPath, beside it) once it waits, and waits without
+// using CPU time: inotify on the file's directory, so that no lane under a
+// small quota is throttled when the file comes.
+func awaitBegin(path string) {
+	deadline := time.Now().Add(wire.BeginWait)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err == nil {
+		defer unix.Close(fd)
+		if _, err = unix.InotifyAddWatch(fd, filepath.Dir(path), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+			fd = -1
+		}
+	} else {
+		fd = -1
+	}
+	ready := filepath.Join(filepath.Dir(path), filepath.Base(wire.ReadyPath))
+	_ = os.WriteFile(ready, nil, 0o644)
+	buf := make([]byte, 4096)
+	for time.Now().Before(deadline) && !stopping.Load() {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if fd < 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		// An event, or a tenth of a second to look at the deadline and
+		// the stop flag again.
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, _ := unix.Poll(pfd, 100); n > 0 {
+			_, _ = unix.Read(fd, buf)
+		}
+	}
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 )
@@ -196,6 +197,11 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 			return fmt.Errorf("event %d: %q on lane %d, which cannot be", k, ev.Kind, ev.Lane)
 		}
 	}
+	if st := v.Start; st != nil {
+		if st.Lanes < 2 || st.Lanes > len(v.Lanes) || !(st.SkewMs >= 0 && st.SkewMs < 1e6) || !(st.StartsMs >= 0 && st.StartsMs < 1e7) {
+			return fmt.Errorf("start barrier: %d lanes, %v ms, %v ms, which cannot be", st.Lanes, st.SkewMs, st.StartsMs)
+		}
+	}
 	if vd := v.Verdict; vd != nil {
 		if len(vd.Labels) > experiments.MaxLanes || len(vd.Predicted) > experiments.MaxLanes || len(vd.Measured) > experiments.MaxLanes {
 			return fmt.Errorf("a verdict of more rows than lanes")
@@ -239,7 +245,15 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 		network = "container:" + engine.ContainerName("imported", pl.Target)
 	}
 	l.DockerRun = experiments.DockerRun(engine.ImageRepo, pl.Workload, applied, network)
-	l.Kernel = cleanKernel(l.Kernel, applied)
+	l.Kernel = cleanKernel(l.Kernel, applied, pl.Pod)
+	l.Pod = pl.Pod
+	if l.PodYAML != "" && pl.Pod != nil {
+		// The pod as this server would build it from the validated lane:
+		// nothing of the file's text is kept.
+		l.PodYAML = kube.YAML(kube.PodSpec(engine.NewLane{RunID: "imported", Index: i, Lane: pl, Image: engine.OCIRepo}, "", pl.Workload.Args()))
+	} else {
+		l.PodYAML = ""
+	}
 	l.Warnings = clipAll(l.Warnings)
 	l.Result, l.Error, l.StatsSource = clip(l.Result, maxImportText), clip(l.Error, maxImportText), clip(l.StatsSource, 16)
 	if len(l.Phases) > maxImportBounds+1 {
@@ -286,7 +300,7 @@ func clipAll(ss []string) []string {
 // cleanKernel rebuilds an imported lane's kernel view from its validated
 // limits: the files and wanted values are this server's, and only what
 // was read back comes from the file, as short printable text, judged anew.
-func cleanKernel(k *engine.KernelView, applied experiments.Resources) *engine.KernelView {
+func cleanKernel(k *engine.KernelView, applied experiments.Resources, pod *experiments.Pod) *engine.KernelView {
 	if k == nil || len(k.Files) > 64 {
 		return nil
 	}
@@ -300,11 +314,14 @@ func cleanKernel(k *engine.KernelView, applied experiments.Resources) *engine.Ke
 			devs[path] = num
 		}
 	}
-	out := &engine.KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.KernelFiles(applied, !v2, devs), Note: clip(k.Note, maxImportShort)}
+	out := &engine.KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.LaneKernelFiles(applied, pod, !v2, devs), Note: clip(k.Note, maxImportShort)}
 	if v2 {
 		out.Cgroup, out.OtherCgroup = "2", "1"
 	}
-	for _, f := range experiments.KernelFiles(applied, v2, devs) {
+	if cgroupPath.MatchString(k.Path) {
+		out.Path = k.Path
+	}
+	for _, f := range experiments.LaneKernelFiles(applied, pod, v2, devs) {
 		r := engine.KernelReading{KernelFile: f}
 		for _, in := range k.Files {
 			if in.Flag == f.Flag && in.File == f.File && in.Present {
@@ -317,7 +334,11 @@ func cleanKernel(k *engine.KernelView, applied experiments.Resources) *engine.Ke
 	return out
 }
 
-var deviceNumber = regexp.MustCompile(`^[0-9]{1,4}:[0-9]{1,7}$`)
+var (
+	deviceNumber = regexp.MustCompile(`^[0-9]{1,4}:[0-9]{1,7}$`)
+	// cgroupPath is a cgroup as the kernel names one: /kubepods/…, /docker/….
+	cgroupPath = regexp.MustCompile(`^/[A-Za-z0-9._:@/-]{0,255}$`)
+)
 
 // printable keeps a cgroup file's text: printable ASCII and newlines.
 func printable(s string) string {

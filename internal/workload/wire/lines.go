@@ -33,6 +33,9 @@ type Summary struct {
 	Latency    *Latency `json:"latency_ms,omitempty"`
 	Ops        float64  `json:"ops,omitempty"`
 	IOPS       float64  `json:"iops,omitempty"`
+	// BeganAt is when the first unit of work began, in Unix nanoseconds
+	// on the workload's host clock.
+	BeganAt int64 `json:"began_at,omitempty"`
 }
 
 // Line is either kind of line, as the server reads it; Final tells which.
@@ -44,6 +47,7 @@ type Line struct {
 	SysS       float64 `json:"sys_s"`
 	Throughput float64 `json:"throughput"`
 	Result     string  `json:"result"`
+	BeganAt    int64   `json:"began_at"`
 }
 
 // Latency is a latency summary in milliseconds.

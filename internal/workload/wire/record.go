@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"strconv"
+	"time"
 )
 
 // ProgressPath is where a workload keeps its latest progress record when
@@ -13,6 +14,17 @@ import (
 // engine's log stream (its cost to the engine is what docs/benchmarks.md
 // measures under "Limit Lab's own cost to the host").
 const ProgressPath = "/tmp/limitlab-progress"
+
+// BeginPath is the file that lanes beginning together wait for (in their
+// tmpfs); BeginWait is how long they wait before beginning anyway.
+const (
+	BeginPath = "/tmp/limitlab-begin"
+	BeginWait = 30 * time.Second
+	// ReadyPath is written by a workload once it waits for BeginPath: the
+	// server lets the lanes go only when every one of them is ready, so
+	// that none is still starting (or throttled for its start) then.
+	ReadyPath = "/tmp/limitlab-ready"
+)
 
 // AppendRecord appends p as one progress record to b: its JSON, a tab, the
 // JSON's CRC-32 in hex, and a newline. The workload rewrites the record at

@@ -48,6 +48,10 @@ type Command struct {
 	// ProgressFile is where to keep the latest progress record instead of
 	// printing progress lines (ProgressPath); the summary is printed.
 	ProgressFile string
+	// BeginFile, for lanes that begin together, is a file to wait for
+	// before the first unit of work (BeginPath): the server writes it into
+	// every such lane at once.
+	BeginFile string
 }
 
 // flags binds every field of c to its flag, with zero defaults, so that
@@ -76,6 +80,7 @@ func (c *Command) flags(fs *flag.FlagSet) (order []string) {
 	i(&c.Depth, "depth", "reads or writes in flight (disk-read, disk-write)")
 	s(&c.Dir, "dir", "directory on the device to measure (disk-write, disk-read)")
 	s(&c.ProgressFile, "progress-file", "keep the latest progress record in this file instead of printing progress lines")
+	s(&c.BeginFile, "begin-file", "wait for this file to exist before the first unit of work")
 	return order
 }
 

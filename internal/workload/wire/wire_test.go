@@ -10,7 +10,7 @@ import (
 func full() Command {
 	return Command{Kind: "load", MB: 1, Threads: 2, Events: 3, MaxPrime: 4, Seconds: 5.5, RateMBps: 6.25, WorkUS: 7,
 		AllocKB: 8, GOMAXPROCS: "host", Port: 9, Target: ServiceURL, Requests: 10, Concurrency: 11, RPS: 12.5,
-		Burst: 13, BS: 14, Depth: 15, Dir: "/x", ProgressFile: ProgressPath}
+		Burst: 13, BS: 14, Depth: 15, Dir: "/x", ProgressFile: ProgressPath, BeginFile: BeginPath}
 }
 
 func TestArgsParseRoundTrip(t *testing.T) {

@@ -1,0 +1,126 @@
+package experiments
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Runtime formulas for a CPU request's cpu.weight on cgroup v2. Kubernetes
+// gives the runtime shares; runc converts them, and changed how
+// (opencontainers/runc#4772): a weight of 100 is 1024 shares in both, but
+// the linear formula maps the default request of a core far below the
+// kernel's default weight.
+const (
+	FormulaLinear    = "runc before 1.3.2: 1 + (shares−2)×9999/262142"
+	FormulaQuadratic = "runc 1.3.2 and later: 10^((l²+125l)/612 − 7/34), l = log2(shares)"
+)
+
+// WeightQuadratic is cpu.weight from shares by runc's newer formula
+// (opencontainers/runc#4772), which puts 1024 shares at the kernel's
+// default weight of 100.
+func WeightQuadratic(shares int64) int64 {
+	switch {
+	case shares <= minShares:
+		return 1
+	case shares >= maxShares:
+		return 10000
+	}
+	l := math.Log2(float64(shares))
+	return int64(math.Ceil(math.Pow(10, (l*l+125*l)/612-7.0/34)))
+}
+
+// WeightLinear is cpu.weight from shares by runc's older formula.
+func WeightLinear(shares int64) int64 { return 1 + ((shares-2)*9999)/262142 }
+
+// PodKernelFiles lists the cgroup files a pod's resources write in its
+// container's cgroup, in Kubernetes' words: requests.cpu as shares (v2: a
+// weight, by either runc formula, whichever the node's runtime uses),
+// limits.cpu as a CFS quota over the node's 100 ms period (none without
+// a limit), limits.memory as the memory limit. A memory request writes
+// nothing: it is the scheduler's.
+func PodKernelFiles(p Pod, v2 bool) []KernelFile {
+	var out []KernelFile
+	add := func(f KernelFile) {
+		if v2 {
+			f.Controller = ""
+		}
+		out = append(out, f)
+	}
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
+	milli := func(m int64) string {
+		if m == 0 {
+			return "none"
+		}
+		return resource.NewMilliQuantity(m, resource.DecimalSI).String()
+	}
+
+	shares := SharesOf(p.RequestMilliCPU)
+	req := milli(p.RequestMilliCPU)
+	if v2 {
+		lin, quad := WeightLinear(shares), WeightQuadratic(shares)
+		add(KernelFile{Flag: "requests.cpu", Value: req, File: "cpu.weight", Want: num(lin), Either: lin != quad, Formula: FormulaLinear})
+		if quad != lin {
+			add(KernelFile{Flag: "requests.cpu", Value: req, File: "cpu.weight", Want: num(quad), Either: true, Formula: FormulaQuadratic})
+		}
+	} else {
+		add(KernelFile{Flag: "requests.cpu", Value: req, Controller: "cpu", File: "cpu.shares", Want: num(shares)})
+	}
+
+	lim := milli(p.LimitMilliCPU)
+	quota := int64(-1)
+	if p.LimitMilliCPU > 0 {
+		quota = p.LimitMilliCPU * defaultCFSPeriod / 1000
+	}
+	if v2 {
+		q := "max"
+		if quota > 0 {
+			q = num(quota)
+		}
+		add(KernelFile{Flag: "limits.cpu", Value: lim, File: "cpu.max", Want: q + " " + num(defaultCFSPeriod)})
+	} else {
+		add(KernelFile{Flag: "limits.cpu", Value: lim, Controller: "cpu", File: "cpu.cfs_quota_us", Want: num(quota)})
+		add(KernelFile{Flag: "limits.cpu", Value: lim, Controller: "cpu", File: "cpu.cfs_period_us", Want: num(defaultCFSPeriod)})
+	}
+
+	memWant := pick(v2, "max", v1Unlimited)
+	if p.LimitMemory > 0 {
+		memWant = num(p.LimitMemory)
+	}
+	memValue := "none"
+	if p.LimitMemory > 0 {
+		memValue = resource.NewQuantity(p.LimitMemory, resource.BinarySI).String()
+	}
+	add(KernelFile{Flag: "limits.memory", Value: memValue, Controller: "memory", File: pick(v2, "memory.max", "memory.limit_in_bytes"), Want: memWant})
+	return out
+}
+
+// LaneKernelFiles are the files a lane's limits write: in Kubernetes' words
+// for a pod, else in Docker's.
+func LaneKernelFiles(applied Resources, pod *Pod, v2 bool, devices map[string]string) []KernelFile {
+	if pod != nil {
+		return PodKernelFiles(*pod, v2)
+	}
+	return KernelFiles(applied, v2, devices)
+}
+
+// Text is a pod's resources as its YAML gives them: "requests cpu 500m,
+// memory 32Mi; limits none".
+func (p Pod) Text() string {
+	list := func(cpu, mem int64) string {
+		var parts []string
+		if cpu > 0 {
+			parts = append(parts, "cpu "+resource.NewMilliQuantity(cpu, resource.DecimalSI).String())
+		}
+		if mem > 0 {
+			parts = append(parts, "memory "+resource.NewQuantity(mem, resource.BinarySI).String())
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	return "requests " + list(p.RequestMilliCPU, p.RequestMemory) + "; limits " + list(p.LimitMilliCPU, p.LimitMemory)
+}

@@ -1,0 +1,74 @@
+// Package kubetest gives tests a workshop whose one engine is the test
+// cluster that make test-k8s starts (k8s/run.sh), named by
+// LIMITLAB_KUBECONFIG, with the binary whose image it imported in
+// LIMITLAB_WORKLOAD_BIN. Without them a test fails: it never skips.
+package kubetest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/kube"
+	"github.com/limitlab/limitlab/internal/workshop"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Instance labels the tests' pods.
+const Instance = "kube-test"
+
+// Namespace is where the tests' pods run.
+const Namespace = "limitlab"
+
+// Manager connects to the test cluster and returns a workshop whose one
+// engine is it, shut down (its pods removed) when the test ends, with a
+// client of the cluster's own to check what the server did.
+func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
+	t.Helper()
+	kc, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	if kc == "" || bin == "" {
+		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster and image: run make test-k8s, which starts one")
+	}
+	cl, err := kube.Connect(kc, Namespace, Instance, "/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	prepare := func(ctx context.Context) (engine.HostInfo, string, error) {
+		h, err := cl.Probe(ctx)
+		if err != nil {
+			return h, "", err
+		}
+		img, err := engine.OCIImageRef(bin)
+		return h, img, err
+	}
+	opts := workshop.Options{Instance: Instance, Log: slog.Default(), Quotas: &workshop.Quotas{},
+		Pool: []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: cl, Prepare: prepare}}}
+	for _, o := range options {
+		o(&opts)
+	}
+	m := workshop.NewManager(nil, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	enginetest.WaitFor(t, 30*time.Second, "the cluster's node to be ready", func() bool {
+		for _, e := range m.Engines() {
+			if e.Up {
+				return true
+			}
+		}
+		return false
+	})
+	return m, cs
+}
