@@ -38,6 +38,6 @@ cp "$KUBECONFIG" "$SA_KUBECONFIG"
 KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
 KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
 export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
-go test -tags k8s -count=1 -timeout 20m ${K8S_TEST_ARGS:-} ./internal/kube/...
+go test -tags k8s -count=1 -timeout 20m -v ${K8S_TEST_ARGS:-} ./internal/kube/...
 # The pages of a Kubernetes run, in Chromium.
-go test -tags k8s -count=1 -timeout 10m -run '^TestKubernetes' ./web
+go test -tags k8s -count=1 -timeout 10m -v -run '^TestKubernetes' ./web
