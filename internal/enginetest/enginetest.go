@@ -119,6 +119,14 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) *workshop.Manager
 	t.Helper()
 	c, img, h := Engine(t)
 	opts := workshop.Options{Image: img, Host: h, Log: slog.Default(), Quotas: &workshop.Quotas{}}
+	return Managed(t, c, opts, options...)
+}
+
+// Managed is the workshop of opts, changed by options, on engine c (nil
+// with a pool), shut down (its containers or pods removed) when the test
+// ends.
+func Managed(t testing.TB, c engine.Engine, opts workshop.Options, options ...func(*workshop.Options)) *workshop.Manager {
+	t.Helper()
 	for _, o := range options {
 		o(&opts)
 	}

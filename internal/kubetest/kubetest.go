@@ -53,15 +53,7 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manage
 	}
 	opts := workshop.Options{Instance: Instance, Log: slog.Default(), Quotas: &workshop.Quotas{},
 		Pool: []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: cl, Prepare: prepare}}}
-	for _, o := range options {
-		o(&opts)
-	}
-	m := workshop.NewManager(nil, opts)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-	})
+	m := enginetest.Managed(t, nil, opts, options...)
 	enginetest.WaitFor(t, 30*time.Second, "the cluster's node to be ready", func() bool {
 		for _, e := range m.Engines() {
 			if e.Up {

@@ -113,11 +113,17 @@ func (b *barrier) maybeReleaseLocked() {
 	}
 	// Every workload waits once it has written its ready file: a lane
 	// still starting its runtime would begin late.
-	deadline := time.Now().Add(readyWait)
+	began := time.Now()
+	deadline := began.Add(readyWait)
+	unready := 0
 	for _, pid := range b.pids {
 		ready := "/proc/" + strconv.Itoa(pid) + "/root" + wire.ReadyPath
-		for time.Now().Before(deadline) {
+		for {
 			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				unready++
 				break
 			}
 			time.Sleep(time.Millisecond)
@@ -128,11 +134,13 @@ func (b *barrier) maybeReleaseLocked() {
 		b.signalLocked(pid)
 	}
 	close(b.release)
+	b.log.Info("start barrier: lanes let go", slog.Int("lanes", len(b.pids)), slog.Int("not ready", unready),
+		slog.Duration("waited for ready", b.at.Sub(began)))
 }
 
 // readyWait bounds how long the barrier waits for its running lanes'
 // workloads to say they wait.
-const readyWait = 10 * time.Second
+const readyWait = 5 * time.Second
 
 // signalLocked writes the begin file into the lane whose first process is
 // pid. b.mu is held.

@@ -72,10 +72,13 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		}
 		l.state, l.startedAt = LaneRunning, started
 	})
+	began := start // what the run's duration counts from
 	if gate != nil && pid > 0 {
-		// The lanes begin their work together: from then on they run.
+		// The lanes begin their work together: from then on they run,
+		// and have the run's duration.
 		if at := gate.arrive(ctx, i, pid); !at.IsZero() {
 			x.setLane(i, func(l *laneState) { l.runningAt, l.startedAt, l.barrier = l.startedAt, at.Sub(start).Seconds(), true })
+			began = at
 		}
 	}
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
@@ -88,7 +91,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	// stderr only when it has stopped writing it.
 	go func() { stderrc <- x.followLogs(lctx, ls, id) }()
 
-	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, wait, log)
+	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, began, wait, log)
 	// The lane ended when the engine said so, not when its log stream
 	// has drained.
 	ended := time.Since(start).Seconds()
@@ -174,14 +177,15 @@ func (x *execution) awaitStartAt(ctx context.Context, i int, start time.Time) bo
 // awaitExit follows a started lane until its container exits: it kills it
 // at the run's duration or when the run is stopped, and asks it to stop at
 // the end of its phase.
-func (x *execution) awaitExit(ctx context.Context, i int, id string, start time.Time, wait <-chan engine.Exit,
+func (x *execution) awaitExit(ctx context.Context, i int, id string, start, began time.Time, wait <-chan engine.Exit,
 	log *slog.Logger) (exit engine.Exit, timedOut, stopped bool) {
 	r := x.r
 	// A sequential lane has the run's duration to itself; a parallel one
-	// ends with the run.
+	// ends with the run, whose duration counts from its start barrier
+	// where its lanes wait at one.
 	limit := r.plan.Duration
 	if r.plan.Mode == experiments.Parallel {
-		limit = time.Until(start.Add(r.plan.Duration))
+		limit = time.Until(began.Add(r.plan.Duration))
 	}
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
