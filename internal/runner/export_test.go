@@ -1,7 +1,25 @@
 package runner
 
-import "time"
+import (
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+)
 
 // SampleOnce takes one tick's sample of r's running lanes, as its sampler
 // does at each tick of the clock, for the benchmark of a sample's cost.
 func SampleOnce(r *Run, now time.Time) { (&execution{r: r}).sampleOnce(now) }
+
+// Sampler is a run's sampling at each tick, with the host's noise figures
+// or without them, for the benchmark of their cost.
+func Sampler(r *Run, noise bool) func(time.Time) {
+	x := &execution{r: r}
+	if noise {
+		x.load = newHostLoad()
+	}
+	return x.sampleOnce
+}
+
+// ScanEnginePids is the search of /proc for the engine's processes that
+// the noise figures make every enginePidsEvery.
+func ScanEnginePids() int { return len(engine.EnginePids(procRoot)) }

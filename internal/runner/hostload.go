@@ -44,6 +44,41 @@ type hostLoad struct {
 	foundAt    time.Time
 	prev       loadReading
 	has        bool
+	delays     map[int]*laneDelay // by the lane's first process
+	proc       *engine.ProcReader
+}
+
+// laneDelay is a lane's run delay reader and when it was last read.
+type laneDelay struct {
+	rd     *engine.DelayReader
+	readAt time.Time
+}
+
+// delayIdle is how long a lane's delay reader is kept unread (its lane
+// ended) before its files are closed.
+const delayIdle = 10 * time.Second
+
+// runDelay reads the run delay of the threads of the lane whose first
+// process is pid, at now.
+func (h *hostLoad) runDelay(pid int, now time.Time) (uint64, bool) {
+	d := h.delays[pid]
+	if d == nil {
+		d = &laneDelay{rd: engine.NewDelayReader(procRoot, pid)}
+		h.delays[pid] = d
+	}
+	d.readAt = now
+	return d.rd.Read(now)
+}
+
+// sweep closes the delay readers of lanes not read since delayIdle before
+// now, or all of them with a zero now.
+func (h *hostLoad) sweep(now time.Time) {
+	for pid, d := range h.delays {
+		if now.IsZero() || now.Sub(d.readAt) >= delayIdle {
+			d.rd.Close()
+			delete(h.delays, pid)
+		}
+	}
 }
 
 // loadReading is the host's CPU, this server's and the engine's at one
@@ -57,21 +92,30 @@ type loadReading struct {
 // again: a shim appears with each lane's container.
 const enginePidsEvery = 2 * time.Second
 
-func newHostLoad() *hostLoad { return &hostLoad{self: os.Getpid()} }
+func newHostLoad() *hostLoad {
+	return &hostLoad{self: os.Getpid(), delays: map[int]*laneDelay{}, proc: engine.NewProcReader(procRoot)}
+}
 
 func (h *hostLoad) read(now time.Time) (loadReading, bool) {
 	if h.enginePids == nil || now.Sub(h.foundAt) >= enginePidsEvery {
 		h.enginePids, h.foundAt = engine.EnginePids(procRoot), now
+		h.proc.Retain(h.enginePids, []int{h.self})
 	}
-	hc, err := engine.ReadHostCPU(procRoot)
+	hc, err := h.proc.HostCPU()
 	if err != nil {
 		return loadReading{}, false
 	}
-	r := loadReading{host: hc, self: engine.ProcessCPU(procRoot, h.self)}
+	r := loadReading{host: hc, self: h.proc.ProcessCPU(h.self)}
 	for _, pid := range h.enginePids {
-		r.engine += engine.ProcessCPU(procRoot, pid)
+		r.engine += h.proc.ProcessCPU(pid)
 	}
 	return r, true
+}
+
+// close closes the /proc files it holds.
+func (h *hostLoad) close() {
+	h.sweep(time.Time{})
+	h.proc.Close()
 }
 
 // sample reads the host at now and gives its load since the last reading,
@@ -110,6 +154,7 @@ func between(a, b loadReading, t float64, lanesNs uint64) HostSample {
 // bookkeeping, the engine.
 func quietCheck(ctx context.Context) *QuietCheck {
 	h := newHostLoad()
+	defer h.close()
 	a, ok := h.read(time.Now())
 	if !ok {
 		return nil

@@ -17,6 +17,9 @@ func (x *execution) sample(ctx context.Context) {
 	r := x.r
 	ticks, done := r.env.ticks().subscribe(r.interval)
 	defer done()
+	if x.load != nil {
+		defer x.load.close() // its /proc files
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,9 +81,10 @@ func (x *execution) sampleOnce(now time.Time) {
 	if x.load != nil {
 		for k, j := range jobs {
 			if errs[k] == nil && j.pid > 0 {
-				counters[k].RunDelayNs, counters[k].HasRunDelay = engine.RunDelay(procRoot, j.pid)
+				counters[k].RunDelayNs, counters[k].HasRunDelay = x.load.runDelay(j.pid, now)
 			}
 		}
+		x.load.sweep(now)
 	}
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample

@@ -39,6 +39,27 @@ func BenchmarkContainerSample(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	r := twelveSpinLanes(b, st)
+	b.ReportAllocs()
+	before := cpuTime(b)
+	b.ResetTimer()
+	for range b.N {
+		runner.SampleOnce(r, time.Now())
+	}
+	if err := st.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	used := cpuTime(b) - before
+	b.ReportMetric(float64(used.Microseconds())/float64(b.N*lanes), "cpu-µs/sample")
+}
+
+// twelveSpinLanes runs twelve spin lanes at --cpus 0.02, as in make
+// bench-overhead, with the run's clock at 5 s so that the ticks a
+// benchmark takes are its own, and returns once all run and have written
+// their progress files.
+func twelveSpinLanes(b *testing.B, st *store.Store) *runner.Run {
+	const lanes = 12
 	m := enginetest.Manager(b, func(o *workshop.Options) { o.Store = st })
 	var spec strings.Builder
 	spec.WriteString(`{"name": "sample cost", "mode": "parallel", "duration": "300s", "interval": "5s", "lanes": [`)
@@ -66,16 +87,43 @@ func BenchmarkContainerSample(b *testing.B) {
 	})
 	// The workloads' progress files are written by now.
 	time.Sleep(time.Second)
-	b.ReportAllocs()
-	before := cpuTime(b)
+	return r
+}
+
+// BenchmarkNoiseCost is what the host's noise figures add to a tick of
+// twelve lanes, in the same loop as the tick without them: /proc/stat,
+// this server's and the engine's processes' stat files, and each lane's
+// threads' schedstat. cpu-µs/tick is the tick without the figures,
+// noise-cpu-µs/tick what they add; scan-cpu-µs is one search of /proc for
+// the engine's processes, which a run makes every two seconds (every
+// eighth tick at 250 ms) and the loop amortizes otherwise.
+func BenchmarkNoiseCost(b *testing.B) {
+	st, err := store.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	r := twelveSpinLanes(b, st)
+	plain, noisy := runner.Sampler(r, false), runner.Sampler(r, true)
+	noisy(time.Now()) // the first reading, which gives no figure
+	var off, on, scan time.Duration
 	b.ResetTimer()
 	for range b.N {
-		runner.SampleOnce(r, time.Now())
+		t0 := cpuTime(b)
+		plain(time.Now())
+		t1 := cpuTime(b)
+		noisy(time.Now())
+		t2 := cpuTime(b)
+		runner.ScanEnginePids()
+		t3 := cpuTime(b)
+		off, on, scan = off+t1-t0, on+t2-t1, scan+t3-t2
 	}
+	b.StopTimer()
 	if err := st.Sync(); err != nil {
 		b.Fatal(err)
 	}
-	b.StopTimer()
-	used := cpuTime(b) - before
-	b.ReportMetric(float64(used.Microseconds())/float64(b.N*lanes), "cpu-µs/sample")
+	n := float64(b.N)
+	b.ReportMetric(float64(off.Microseconds())/n, "cpu-µs/tick")
+	b.ReportMetric(float64((on-off).Microseconds())/n, "noise-cpu-µs/tick")
+	b.ReportMetric(float64(scan.Microseconds())/n, "scan-cpu-µs")
 }

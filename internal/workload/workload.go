@@ -6,6 +6,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -40,6 +41,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// workBegan is when the first thread of the work began it, in Unix
+// nanoseconds, for the workloads that say (firstWork); the others'
+// work begins where their wall clock starts.
+var workBegan atomic.Int64
+
+func firstWork() { workBegan.CompareAndSwap(0, time.Now().UnixNano()) }
 
 // stopping is set when the container is asked to stop (SIGTERM: docker
 // stop, or the end of the lane's phase): the work loops end early and the
@@ -148,14 +156,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	var c counter
+	start := time.Now()
 	if cmd.BeginFile != "" {
-		awaitBegin(cmd.BeginFile)
+		// The work begins on the thread the barrier's timer wakes.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		start = awaitBegin(cmd.BeginFile)
 	}
 	// CPU time is counted from here, like wall time: the runtime's start-up
 	// in a fresh container (page faults on the binary) is not the work.
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -204,7 +215,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sum := wire.Summary{
 		Final: true, Kind: kind, WallS: wall,
 		UserS: tv(ru.Utime) - tv(ru0.Utime), SysS: tv(ru.Stime) - tv(ru0.Stime),
-		Done: done, Unit: unit, Throughput: done / wall, Result: result, BeganAt: start.UnixNano(),
+		Done: done, Unit: unit, Throughput: done / wall, Result: result, BeganAt: cmp.Or(workBegan.Load(), start.UnixNano()),
 	}
 	if load != nil {
 		sum.Failures = load.failures.Load()
@@ -218,11 +229,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // awaitBegin waits for the file the server writes into every lane that
-// begins with others, and begins anyway after wire.BeginWait. It says it
-// is ready (wire.ReadyPath, beside it) once it waits, and waits without
-// using CPU time: inotify on the file's directory, so that no lane under a
-// small quota is throttled when the file comes.
-func awaitBegin(path string) {
+// begins with others, sleeps until the instant it names (on the host's
+// clock, which every lane shares), and returns then: the kernel's timers
+// wake every lane at that instant, not one by one as the server writes
+// the files. It begins at once after wire.BeginWait without the file, or
+// with a file that names no instant. It says it is ready
+// (wire.ReadyPath, beside it) once it waits, and waits without using CPU
+// time: inotify on the file's directory, so that no lane under a small
+// quota is throttled when the file comes.
+func awaitBegin(path string) time.Time {
 	deadline := time.Now().Add(wire.BeginWait)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err == nil {
@@ -236,9 +251,11 @@ func awaitBegin(path string) {
 	ready := filepath.Join(filepath.Dir(path), filepath.Base(wire.ReadyPath))
 	_ = os.WriteFile(ready, nil, 0o644)
 	buf := make([]byte, 4096)
+	var at time.Time
 	for time.Now().Before(deadline) && !stopping.Load() {
-		if _, err := os.Stat(path); err == nil {
-			return
+		if b, err := os.ReadFile(path); err == nil {
+			at = wire.ParseBegin(b)
+			break
 		}
 		if fd < 0 {
 			time.Sleep(time.Millisecond)
@@ -251,6 +268,12 @@ func awaitBegin(path string) {
 			_, _ = unix.Read(fd, buf)
 		}
 	}
+	if !at.IsZero() {
+		ts := unix.NsecToTimespec(at.UnixNano())
+		for unix.ClockNanosleep(unix.CLOCK_REALTIME, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
+		}
+	}
+	return time.Now()
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
@@ -266,6 +289,7 @@ func md5Work(mb int, c *counter) (string, error) {
 	src := rand.NewChaCha8([32]byte{'l', 'i', 'm', 'i', 't', 'l', 'a', 'b'})
 	h := md5.New()
 	buf := make([]byte, 1<<20)
+	firstWork()
 	for range mb {
 		if stopping.Load() {
 			break
@@ -292,16 +316,27 @@ func primesWork(threads, events, maxPrime int, c *counter) string {
 }
 
 // onThreads runs f on n OS threads of its own and waits for them all.
+// The first runs on the caller's own thread, so that a lane let go by a
+// start barrier begins its work on the thread the kernel woke, without
+// waiting for another thread to be woken in turn.
 func onThreads(n int, f func()) {
+	if n < 1 {
+		return
+	}
 	var wg sync.WaitGroup
-	for range n {
+	for range n - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
+			firstWork()
 			f()
 		}()
 	}
+	runtime.LockOSThread()
+	firstWork()
+	f()
+	runtime.UnlockOSThread()
 	wg.Wait()
 }
 

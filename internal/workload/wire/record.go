@@ -26,6 +26,25 @@ const (
 	ReadyPath = "/tmp/limitlab-ready"
 )
 
+// FormatBegin is the begin file's content: the instant at which the
+// lanes begin, in Unix nanoseconds on the host's clock.
+func FormatBegin(at time.Time) []byte { return strconv.AppendInt(nil, at.UnixNano(), 10) }
+
+// ParseBegin reads a begin file's instant. An empty or unreadable file,
+// or an instant further than BeginWait from now, is no instant: the lane
+// begins at once.
+func ParseBegin(b []byte) time.Time {
+	ns, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}
+	}
+	at := time.Unix(0, ns)
+	if d := time.Until(at); d > BeginWait || d < -BeginWait {
+		return time.Time{}
+	}
+	return at
+}
+
 // AppendRecord appends p as one progress record to b: its JSON, a tab, the
 // JSON's CRC-32 in hex, and a newline. The workload rewrites the record at
 // the file's start; the server may read it while it is being rewritten,

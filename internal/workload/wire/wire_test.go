@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // full sets every field of a Command to a value that is not its zero.
@@ -75,5 +76,19 @@ func TestLineReadsWhatTheWorkloadWrites(t *testing.T) {
 		Final: true, WallS: 1, UserS: 2, SysS: 3, Throughput: 5, Result: "ok"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("summary read as %+v\nwant %+v", got, want)
+	}
+}
+
+// The begin file names an instant to the nanosecond; anything else, or an
+// instant far from now, is no instant.
+func TestBeginFile(t *testing.T) {
+	at := time.Now().Add(40 * time.Millisecond).Round(0)
+	if got := ParseBegin(FormatBegin(at)); !got.Equal(at) {
+		t.Errorf("ParseBegin(FormatBegin(%v)) = %v", at, got)
+	}
+	for _, b := range []string{"", "x", "-5", "12 34", string(FormatBegin(time.Now().Add(time.Hour))), string(FormatBegin(time.Now().Add(-time.Hour)))} {
+		if got := ParseBegin([]byte(b)); !got.IsZero() {
+			t.Errorf("ParseBegin(%q) = %v, want no instant", b, got)
+		}
 	}
 }
