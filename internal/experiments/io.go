@@ -74,7 +74,13 @@ type IOOutcome struct {
 	Completed  bool
 	Throughput float64   // MiB/s
 	IOPS       float64   // the workload's operations per second
-	PhaseRates []float64 // the lane's IOPS in each phase of the run (0 where it did not run)
+	PhaseRates []float64 // the lane's rate in each phase of the run (0 where it did not run)
+	// PhaseCores says the rates are CPU in cores, as the lane's cgroup
+	// counts it (a CPU workload); otherwise they are IOPS.
+	PhaseCores bool
+	// PhaseWork is a CPU workload's own throughput in each phase, which
+	// the explanation gives beside its CPU.
+	PhaseWork []float64
 	// WindowBps is the lane's block IO, bytes per second as its cgroup
 	// counts them, while every lane of a parallel run did block IO
 	// (ContendedIO).
@@ -136,8 +142,17 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		v.Measured = []float64{1, mid / first, last / first}
 		dev := math.Abs(last/first - 1)
 		v.Judged, v.Pass = true, dev <= spec.Tolerance
-		v.Explanation = fmt.Sprintf("The victim's throughput (IOPS for a disk workload) relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
+		if !out[0].PhaseCores {
+			v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
+				mid/first, last/first, percent(spec.Tolerance), percent(dev))
+			break
+		}
+		v.Explanation = fmt.Sprintf("The victim's CPU, in cores as its cgroup counts it, relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
 			mid/first, last/first, percent(spec.Tolerance), percent(dev))
+		if w := out[0].PhaseWork; len(w) >= 3 && w[0] > 0 {
+			v.Explanation += fmt.Sprintf(" Its own throughput went %.2f and %.2f of its first phase: work per CPU second moves with what else the host's physical cores run, which a shared machine does not show, so the CPU it got is what is judged.",
+				w[1]/w[0], w[2]/w[0])
+		}
 	case MetricIOShare:
 		for i, l := range plan.Lanes {
 			if out[i].WindowBps <= 0 {

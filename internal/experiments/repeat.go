@@ -124,16 +124,29 @@ func Compare(lanes []SeriesLane, unit string) []Comparison {
 // JudgeRepeats judges a lab over a series: the measured values averaged
 // over the runs that were judged, held against the prediction as the
 // metric holds one run's (relatively; throttled shares absolutely; the
-// phase recovery on its last phase).
+// phase recovery on its last phase). Runs whose verdicts were
+// inconclusive (the host's load could have decided them) are left out
+// and counted in the explanation; when every judged run was, so is the
+// series' verdict.
 func JudgeRepeats(vs []*Verdict) *Verdict {
-	var judged []*Verdict
+	var judged, noisy []*Verdict
 	for _, v := range vs {
-		if v != nil && v.Judged {
+		switch {
+		case v == nil || !v.Judged:
+		case v.Inconclusive:
+			noisy = append(noisy, v)
+		default:
 			judged = append(judged, v)
 		}
 	}
 	if len(judged) == 0 {
-		return nil
+		if len(noisy) == 0 {
+			return nil
+		}
+		first := noisy[0]
+		return &Verdict{Judged: true, Inconclusive: true, Metric: first.Metric, Labels: first.Labels, Predicted: first.Predicted,
+			Measured: []float64{}, Tolerance: first.Tolerance, Noise: first.Noise,
+			Explanation: fmt.Sprintf("Each of the %d runs judged was inconclusive: the host was too busy to judge any. Run the series again when it is quieter.", len(noisy))}
 	}
 	first := judged[0]
 	out := &Verdict{Judged: true, Pass: true, Metric: first.Metric, Labels: first.Labels, Predicted: first.Predicted, Tolerance: first.Tolerance}
@@ -168,5 +181,8 @@ func JudgeRepeats(vs []*Verdict) *Verdict {
 	}
 	out.Explanation = fmt.Sprintf("Over %d runs: predicted %s, mean measured %s; the farthest is %.3g off, tolerance %s. Each run alone passed in %d of %d.",
 		len(judged), ratios(out.Predicted), ratios(out.Measured), worst, percent(out.Tolerance), passed, len(judged))
+	if len(noisy) > 0 {
+		out.Explanation += fmt.Sprintf(" Judged over the quiet runs only: %d more, whose verdicts the host's own load could have decided, are left out.", len(noisy))
+	}
 	return out
 }

@@ -209,4 +209,14 @@ func TestJudgeRepeats(t *testing.T) {
 	if JudgeRepeats([]*Verdict{nil, {Judged: false}}) != nil {
 		t.Error("nothing judged, yet a verdict")
 	}
+	noisy := v(false, 1, 1.2)
+	noisy.Inconclusive, noisy.Noise = true, "1.9 cores of other work"
+	j = JudgeRepeats([]*Verdict{v(true, 1, 2.1), noisy, v(true, 1, 1.9)})
+	if j == nil || !j.Pass || j.Inconclusive || abs(j.Measured[1]-2) > 1e-9 || !strings.Contains(j.Explanation, "Over 2 runs") || !strings.Contains(j.Explanation, "1 more") {
+		t.Errorf("a series with a noisy run is judged over the others: %+v", j)
+	}
+	j = JudgeRepeats([]*Verdict{noisy, noisy})
+	if j == nil || !j.Inconclusive || j.Pass || !strings.Contains(j.Explanation, "Each of the 2 runs") || j.Noise == "" {
+		t.Errorf("a series of noisy runs: %+v", j)
+	}
 }

@@ -51,12 +51,29 @@ func runLab(t *testing.T, id string) runner.RunView {
 	return waitDone(t, r, 3*time.Minute)
 }
 
-// Two busy loops outside Docker beside the noisy-neighbour lab: its
-// verdict is inconclusive, naming the foreign load, and the quiet check
-// before it saw a busy host; without them the lab is judged as before.
+// Two busy loops outside Docker beside the noisy-neighbour lab, the
+// first run of a series of two: its verdict is inconclusive, naming the
+// foreign load, and the quiet check before it saw a busy host; the second
+// run, on a quiet host, is judged as before, and the series is judged
+// over it alone, saying so.
 func TestNoisyHostMakesAVerdictInconclusive(t *testing.T) {
+	m := newTestManager(t)
+	lab, ok := experiments.LabByID("noisy-neighbour-cpu")
+	if !ok {
+		t.Fatal("no lab noisy-neighbour-cpu")
+	}
+	spec := lab.LabSpec()
+	spec.Repeat = 2
+	plan, errs := m.Validate(spec)
+	if errs != nil {
+		t.Fatal(errs)
+	}
 	_, stop := enginetest.BusyLoops(t, 2)
-	v := runLab(t, "noisy-neighbour-cpu")
+	r, err := m.Submit(spec, plan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitDone(t, r, 3*time.Minute)
 	stop()
 	if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
 		t.Fatalf("beside busy loops: %s %s, verdict %+v", v.State, v.Error, v.Verdict)
@@ -70,7 +87,14 @@ func TestNoisyHostMakesAVerdictInconclusive(t *testing.T) {
 	enginetest.Figure(t, "noisy-neighbour-cpu beside two busy loops", "foreign %.2f cores (quiet check %.2f): %s",
 		v.Noise.ForeignCores, v.Noise.Quiet.ForeignCores, v.Verdict.Explanation)
 
-	q := runLab(t, "noisy-neighbour-cpu")
+	if v.Series == nil || len(v.Series.Runs) != 2 {
+		t.Fatalf("series %+v", v.Series)
+	}
+	var q runner.RunView
+	waitFor(t, 3*time.Minute, "the series' second run to end", func() bool {
+		q, _ = m.Archive().View(v.Series.Runs[1])
+		return q.State.Ended()
+	})
 	if q.Verdict == nil || q.Verdict.Inconclusive {
 		t.Fatalf("on a quiet host the verdict is %+v (noise %+v)", q.Verdict, q.Noise)
 	}
@@ -80,6 +104,15 @@ func TestNoisyHostMakesAVerdictInconclusive(t *testing.T) {
 	}
 	enginetest.Figure(t, "noisy-neighbour-cpu on a quiet host", "foreign %.2f cores (quiet check %.2f): %s",
 		q.Noise.ForeignCores, q.Noise.Quiet.ForeignCores, q.Verdict.Explanation)
+
+	sv, ok := m.Archive().Series(v.ID)
+	if !ok || sv.Done != 2 || sv.Noisy != 1 || sv.Runs[0].Noise == "" || sv.Runs[1].Noise != "" {
+		t.Fatalf("the series: %+v", sv)
+	}
+	if sv.Lanes[0].Stats.N != 1 || sv.Verdict == nil || sv.Verdict.Inconclusive || !strings.Contains(sv.Verdict.Explanation, "quiet runs only: 1 more") {
+		t.Errorf("the series is not judged over its quiet run alone: lanes %+v, verdict %+v", sv.Lanes, sv.Verdict)
+	}
+	t.Logf("series: %s", sv.Verdict.Explanation)
 }
 
 // procTicks reads fields of a /proc stat line as numbers.

@@ -90,6 +90,7 @@ type Phase struct {
 	ToSeconds   float64 `json:"to_seconds"`
 	Throughput  float64 `json:"throughput"` // the workload's unit per second
 	IOPS        float64 `json:"iops"`       // the workload's operations per second
+	Cores       float64 `json:"cores"`      // the lane's CPU, as its cgroup counts it
 }
 
 // ChangeRecord is a live limit change as the run keeps it.

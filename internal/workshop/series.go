@@ -85,7 +85,11 @@ type SeriesView struct {
 	// run one after another, its CPU in cores where they run together.
 	Quantity    string                   `json:"quantity"`
 	Unit        string                   `json:"unit"`
-	Done        int                      `json:"done"` // runs that ran to their end, the ones counted
+	Done        int                      `json:"done"` // runs that ran to their end
+	// Noisy are the runs that ran to their end but whose verdicts the
+	// host's own load could have decided: they are left out of the lanes'
+	// figures and the verdict while a quiet run is left to count.
+	Noisy       int                      `json:"noisy"`
 	Lanes       []experiments.SeriesLane `json:"lanes"`
 	Comparisons []experiments.Comparison `json:"comparisons"`
 	// Verdict is the lab's, over the runs' measurements.
@@ -97,6 +101,9 @@ type SeriesRun struct {
 	ID    string       `json:"id"`
 	State runner.State `json:"state"`
 	Order []string     `json:"order"` // the lanes in the order they ran
+	// Noise says what was busy on the host, for a run whose verdict was
+	// inconclusive; empty for a quiet one.
+	Noise string `json:"noise,omitempty"`
 }
 
 // Series is the series with the given id, as its runs are now.
@@ -113,18 +120,37 @@ func (a *Archive) Series(id string) (SeriesView, bool) {
 		sv.Lanes = append(sv.Lanes, experiments.SeriesLane{Name: l.Name})
 	}
 	var verdicts []*experiments.Verdict
+	type done struct {
+		v     runner.RunView
+		noisy bool
+	}
+	var ended []done
 	for _, rid := range first.Series.Runs {
 		v, ok := a.View(rid)
 		if !ok {
 			continue
 		}
-		sv.Runs = append(sv.Runs, SeriesRun{ID: rid, State: v.State, Order: laneOrder(v)})
+		run := SeriesRun{ID: rid, State: v.State, Order: laneOrder(v)}
+		noisy := v.Verdict != nil && v.Verdict.Inconclusive
+		if noisy {
+			run.Noise = cmp.Or(v.Verdict.Noise, "the host was too busy to judge")
+		}
+		sv.Runs = append(sv.Runs, run)
 		if v.State != runner.StateDone || len(v.Lanes) != len(sv.Lanes) {
 			continue
 		}
 		sv.Done++
 		verdicts = append(verdicts, v.Verdict)
-		for i, l := range v.Lanes {
+		ended = append(ended, done{v, noisy})
+		if noisy {
+			sv.Noisy++
+		}
+	}
+	for _, d := range ended {
+		if d.noisy && sv.Noisy < sv.Done {
+			continue // judged over the quiet runs
+		}
+		for i, l := range d.v.Lanes {
 			x := l.MeasuredCores
 			if sv.Unit == "s" {
 				x = l.WallSeconds
