@@ -83,9 +83,9 @@ type SeriesView struct {
 	Runs []SeriesRun `json:"runs"`
 	// Quantity is what is compared: each lane's wall time where the lanes
 	// run one after another, its CPU in cores where they run together.
-	Quantity    string                   `json:"quantity"`
-	Unit        string                   `json:"unit"`
-	Done        int                      `json:"done"` // runs that ran to their end
+	Quantity string `json:"quantity"`
+	Unit     string `json:"unit"`
+	Done     int    `json:"done"` // runs that ran to their end
 	// Noisy are the runs that ran to their end but whose verdicts the
 	// host's own load could have decided: they are left out of the lanes'
 	// figures and the verdict while a quiet run is left to count.
