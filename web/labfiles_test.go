@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ const facilitatorLab = `{
 // loads again.
 func TestFacilitatorLabs(t *testing.T) {
 	facilitatorDir(t)
-	srv, _ := newServer(t)
+	srv, m := newServer(t)
 	var list struct {
 		Labs   []experiments.Lab
 		Broken []experiments.BrokenLab
@@ -54,10 +55,29 @@ func TestFacilitatorLabs(t *testing.T) {
 		t.Errorf("the facilitator's lab is not listed")
 	}
 	home := getPage(t, srv.URL+"/")
-	for _, want := range []string{`data-testid="topic-cpu"`, `data-testid="topic-block-io"`, `data-testid="lab-half-a-cpu"`, `broken.json:9: spec.lanes[0].cpus: `} {
+	for _, want := range []string{`data-testid="topic-cpu"`, `data-testid="topic-block-io"`, `data-testid="lab-half-a-cpu"`, `broken.json:9: spec.lanes[0].cpus: `,
+		`data-testid="topic-jvm"`, `data-testid="lab-jvm-heap"`} {
 		if !strings.Contains(home, want) {
 			t.Errorf("the home page lacks %s", want)
 		}
+	}
+	// The host banner says each reason once.
+	said := map[string]int{}
+	for _, m := range regexp.MustCompile(`data-testid="unsupported-limit">([^<]*)<`).FindAllStringSubmatch(home, -1) {
+		_, reason, _ := strings.Cut(m[1], ": ")
+		said[reason]++
+	}
+	for reason, n := range said {
+		if n > 1 {
+			t.Errorf("the host banner says %q %d times", reason, n)
+		}
+	}
+	if lim := m.Host().Limits; !lim["blkio-weight"].Supported && lim["blkio-weight"] == lim["blkio-weight-device"] && !strings.Contains(home, "blkio-weight, blkio-weight-device: ") {
+		t.Errorf("both weights are discarded for one reason, %q, yet the banner does not name them together", lim["blkio-weight"].Reason)
+	}
+	// The facilitator's topic comes after the built-in ones, its lab under it.
+	if k, j, lab := strings.Index(home, `data-testid="topic-kubernetes"`), strings.Index(home, `data-testid="topic-jvm"`), strings.Index(home, `data-testid="lab-jvm-heap"`); k < 0 || j < k || lab < j {
+		t.Errorf("topic jvm at %d, kubernetes at %d, the jvm lab at %d: want the built-in topics first, the lab under its own", j, k, lab)
 	}
 
 	status, body := postJSON(t, srv.URL+"/api/runs", `{"lab": "half-a-cpu"}`)
@@ -114,6 +134,11 @@ func facilitatorDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "half.json"), []byte(facilitatorLab), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A lab of a topic of the facilitator's own.
+	jvm := strings.Replace(strings.Replace(strings.Replace(facilitatorLab, `"half-a-cpu"`, `"jvm-heap"`, 1), `"topic": "cpu"`, `"topic": "jvm"`, 1), `"Half a CPU"`, `"A JVM's heap"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "jvm.json"), []byte(jvm), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	broken := strings.Replace(strings.Replace(facilitatorLab, `"half-a-cpu"`, `"broken-one"`, 1), `"cpus": "0.5"`, `"cpus": "half"`, 1)
 	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
@@ -142,7 +167,10 @@ func TestBrowserFacilitatorLab(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the home page: %v", err)
 	}
-	topic := run(t, ctx, chromedp.Evaluate[string](`(() => { const a = document.querySelector('[data-testid="lab-half-a-cpu"]'); return a ? a.closest('ul').previousElementSibling.dataset.testid : "not listed"; })()`))
+	topicOf := func(id string) string {
+		return run(t, ctx, chromedp.Evaluate[string](`(() => { const a = document.querySelector('[data-testid="lab-`+id+`"]'); return a ? a.closest('ul').previousElementSibling.dataset.testid : "not listed"; })()`))
+	}
+	topic, jvm := topicOf("half-a-cpu"), topicOf("jvm-heap")
 	broken := run(t, ctx, chromedp.Evaluate[string](`(() => { const li = document.querySelector('[data-testid="broken-broken.json"]'); return li ? li.textContent : "not listed: " + document.body.innerText.slice(0, 2000); })()`))
 	id := browserStart(t, ctx, srv.URL, `{"lab": "half-a-cpu"}`)
 	err = chromedp.Do(ctx,
@@ -153,8 +181,8 @@ func TestBrowserFacilitatorLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	href := run(t, ctx, chromedp.AttributeValue(chromedp.CSS(`[data-testid="export-lab"]`), "href"))
-	if topic != "topic-cpu" {
-		t.Errorf("the lab is listed under %q", topic)
+	if topic != "topic-cpu" || jvm != "topic-jvm" {
+		t.Errorf("the labs are listed under %q and %q, want topic-cpu and topic-jvm", topic, jvm)
 	}
 	if !strings.Contains(broken, "broken.json:9: spec.lanes[0].cpus: invalid argument") {
 		t.Errorf("broken file listed as %q", broken)

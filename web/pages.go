@@ -1,6 +1,7 @@
 package web
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -33,10 +34,17 @@ type labGroup struct {
 	labs  []experiments.Lab
 }
 
-// labGroups are the labs by topic, in the topics' order.
+// labGroups are the labs by topic: the built-in topics in their order,
+// then the facilitators' own in the order their first lab comes.
 func labGroups(labs []experiments.Lab) []labGroup {
 	var out []labGroup
-	for _, t := range experiments.Topics {
+	topics := slices.Clone(experiments.Topics)
+	for _, l := range labs {
+		if !slices.Contains(topics, l.Topic) {
+			topics = append(topics, l.Topic)
+		}
+	}
+	for _, t := range topics {
 		g := labGroup{topic: t}
 		for _, l := range labs {
 			if l.Topic == t {
@@ -46,6 +54,33 @@ func labGroups(labs []experiments.Lab) []labGroup {
 		if len(g.labs) > 0 {
 			out = append(out, g)
 		}
+	}
+	return out
+}
+
+// unsupportedLimit is one thing the host banner says: the limits that
+// share one reason, named together.
+type unsupportedLimit struct {
+	fields, reason string
+}
+
+// unsupportedLimits are the host's limits it does not apply, one line a
+// reason, in the fields' order.
+func unsupportedLimits(limits map[string]engine.Support) []unsupportedLimit {
+	fields := slices.Sorted(maps.Keys(limits))
+	var out []unsupportedLimit
+	at := map[string]int{}
+	for _, f := range fields {
+		s := limits[f]
+		if s.Supported {
+			continue
+		}
+		if i, ok := at[s.Reason]; ok {
+			out[i].fields += ", " + f
+			continue
+		}
+		at[s.Reason] = len(out)
+		out = append(out, unsupportedLimit{fields: f, reason: s.Reason})
 	}
 	return out
 }

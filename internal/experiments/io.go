@@ -64,7 +64,7 @@ func IOLimit(l PlannedLane, q QueueLimits) (rate float64, unit string) {
 		return float64(bps.Rate) / (1 << 20), "MiB/s"
 	}
 	if iops.Rate > 0 {
-		return float64(iops.Rate) / RequestsPerOp(w.BS, q), "ops/s"
+		return float64(iops.Rate) / RequestsPerOp(int(w.BS), q), "ops/s"
 	}
 	return 0, ""
 }

@@ -17,6 +17,10 @@ const MaxLabFile = 256 << 10
 
 var labID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
 
+// topicName is a lab file's topic: a built-in one (Topics) or one of the
+// facilitator's own, listed after them.
+var topicName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
 // ParseLabFile reads one lab file and checks all of it: the fields a lab
 // has, its spec as a run would be checked (host aside: whether this host
 // can show it is asked of the lab later), its verdict and its steps. The
@@ -44,8 +48,9 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 		return fail("seed", []string{"seed"}, "at most 16 characters")
 	case l.RequiresCPUs < 0 || l.RequiresCPUs > 1024:
 		return fail("requires_cpus", []string{"requires_cpus"}, "want 0 to 1024, got %d", l.RequiresCPUs)
-	case !slices.Contains(Topics, l.Topic):
-		return fail("topic", []string{"topic"}, "want one of %v, got %q", Topics, l.Topic)
+	case !topicName.MatchString(l.Topic):
+		return fail("topic", []string{"topic"}, "want a topic of 1 to 32 lowercase letters, digits and dashes (the built-in ones are %s), got %q",
+			strings.Join(Topics, ", "), l.Topic)
 	}
 	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || v.Tolerance <= 0) {
 		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance, got %q and %g", Metrics, v.Metric, v.Tolerance)

@@ -191,6 +191,9 @@ func jsonMessage(err error) string {
 		return ke.why
 	}
 	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Type == bytesType {
+		return fmt.Sprintf(`want a size in bytes: a whole number, or one with the docker CLI's units ("1m" is 1048576, "64k" 65536), got JSON %s`, te.Value)
+	}
 	if errors.As(err, &te) {
 		return fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
 	}

@@ -8,8 +8,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
+
+	units "github.com/docker/go-units"
 )
 
 // Mode says whether lanes run together (contention) or one after another
@@ -85,8 +88,8 @@ type Workload struct {
 	Rate        float64 `json:"rate,omitempty"`
 	Burst       int     `json:"burst,omitempty"` // open loop: requests sent at once
 	// The disk workloads: block size in bytes, and reads in flight.
-	BS    int `json:"bs,omitempty"`
-	Depth int `json:"depth,omitempty"`
+	BS    Bytes `json:"bs,omitempty"`
+	Depth int   `json:"depth,omitempty"`
 }
 
 // Limits are the docker run flags Limit Lab supports, spelled as the CLI
@@ -111,6 +114,50 @@ type Limits struct {
 	DeviceWriteIOps   Value `json:"device-write-iops,omitempty"`
 	BlkioWeight       Value `json:"blkio-weight,omitempty"`
 	BlkioWeightDevice Value `json:"blkio-weight-device,omitempty"`
+}
+
+// Bytes is a size in bytes, given as a JSON number or as the docker CLI
+// reads sizes ("1m", "64k", "4KiB": go-units' RAMInBytes, whose units are
+// powers of 1024), so that dd's bs=1M is "1m". It is kept, and echoed, as
+// a number of bytes.
+type Bytes int
+
+// maxBytes bounds a size, so that no unit overflows an int anywhere.
+const maxBytes = 1 << 40
+
+var bytesType = reflect.TypeFor[Bytes]()
+
+// UnmarshalJSON accepts a whole number, a size with a unit, or null.
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	bad := &json.UnmarshalTypeError{Value: string(data), Type: bytesType}
+	if len(data) > 64 {
+		bad.Value = fmt.Sprintf("%.64s…", data)
+		return bad
+	}
+	var n int64
+	switch {
+	case bytes.Equal(data, []byte("null")):
+	case len(data) > 0 && data[0] == '"':
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return bad
+		}
+		v, err := units.RAMInBytes(s)
+		if err != nil {
+			return bad
+		}
+		n = v
+	default:
+		if err := json.Unmarshal(data, &n); err != nil {
+			return bad
+		}
+	}
+	if n < 0 || n > maxBytes {
+		return bad
+	}
+	*b = Bytes(n)
+	return nil
 }
 
 // Value is a limit as written: JSON strings and numbers are both accepted

@@ -87,7 +87,7 @@ func TestParseLabFileErrors(t *testing.T) {
 		{"malformed", `"title": "Mine",`, `"title": "Mine"`, "", 4, "malformed JSON"},
 		{"unknown field", `"topic": "cpu",`, `"topic": "cpu", "colour": "red",`, "colour", 4, "unknown field"},
 		{"bad id", `"my-lab"`, `"My Lab"`, "id", 2, "lowercase"},
-		{"bad topic", `"topic": "cpu"`, `"topic": "gpu"`, "topic", 4, "want one of"},
+		{"bad topic", `"topic": "cpu"`, `"topic": "GPU!"`, "topic", 4, "want a topic of 1 to 32 lowercase letters"},
 		{"bad limit", `"cpus": "0.5"`, `"cpus": "lots"`, "spec.lanes[0].cpus", 11, "cpus"},
 		{"bad workload", `"seconds": 5`, `"seconds": -5`, "spec.lanes[0].workload.seconds", 11, ""},
 		{"check on no lane", `"lane": "a", "metric"`, `"lane": "b", "metric"`, "steps[0].check.lane", 6, `no lane is named "b"`},

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -182,6 +183,9 @@ func TestParse(t *testing.T) {
 		{"wrong type", `{"lanes": [{"workload": {"kind": "md5", "mb": "ten"}}]}`, 0, "workload.mb", "want int"},
 		{"second lane", `{"lanes": [{"workload": {"kind": "md5"}}, {"workload": {"kind": "md5", "mb": 1.5}}]}`, 1, "workload.mb", "want int"},
 		{"trailing data", `{"lanes": []} {}`, -1, "spec", "after the JSON value"},
+		{"size without sense", `{"lanes": [{"workload": {"kind": "disk-write"}}, {"workload": {"kind": "disk-write", "bs": "1 parsec"}}]}`, 1, "workload.bs", `want a size in bytes: a whole number, or one with the docker CLI's units ("1m" is 1048576`},
+		{"size below zero", `{"lanes": [{"workload": {"kind": "disk-read", "bs": -4096}}]}`, 0, "workload.bs", "want a size in bytes"},
+		{"size as a fraction", `{"lanes": [{"workload": {"kind": "disk-read", "bs": 4096.5}}]}`, 0, "workload.bs", "want a size in bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,6 +197,25 @@ func TestParse(t *testing.T) {
 			}
 			t.Errorf("errors %v: none on lane %d field %q containing %q", errs, tt.lane, tt.field, tt.msg)
 		})
+	}
+}
+
+// Sizes take the docker CLI's units, as dd's users write bs=1M, and are
+// kept (and echoed) in bytes; the bounds hold on the bytes.
+func TestSizesTakeUnits(t *testing.T) {
+	for in, want := range map[string]Bytes{`"1m"`: 1 << 20, `"1M"`: 1 << 20, `"4k"`: 4096, `"64KiB"`: 65536, `8192`: 8192, `"2097152"`: 2 << 20} {
+		spec, errs := Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-read", "bs": ` + in + `}}]}`))
+		if errs != nil || spec.Lanes[0].Workload.BS != want {
+			t.Errorf("bs %s: %v, errors %v; want %d", in, spec.Lanes[0].Workload.BS, errs, want)
+		}
+	}
+	spec, _ := Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-write", "bs": "1m"}}]}`))
+	if b, _ := json.Marshal(spec.Lanes[0].Workload); !strings.Contains(string(b), `"bs":1048576`) {
+		t.Errorf("echoed as %s, want the bytes", b)
+	}
+	spec, _ = Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-write", "bs": "1g"}}]}`))
+	if _, errs := Validate(spec, twoCPUs); errs == nil || !strings.Contains(errs.Error(), "workload.bs") {
+		t.Errorf("bs 1g: %v, want refused by the bound", errs)
 	}
 }
 

@@ -78,9 +78,9 @@ func validateWorkload(w Workload) (Workload, Errors) {
 			w.Seconds = 5
 		}
 	case KindDiskWrite:
-		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", &w.BS, 1 << 20, 64 << 20}, {"depth", &w.Depth, 1, 64}}
+		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", (*int)(&w.BS), 1 << 20, 64 << 20}, {"depth", &w.Depth, 1, 64}}
 	case KindDiskRead:
-		ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", &w.BS, 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
+		ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", (*int)(&w.BS), 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
 		usesSeconds = true
 		if w.Seconds == 0 {
 			w.Seconds = 10
@@ -180,7 +180,7 @@ func validateWorkload(w Workload) (Workload, Errors) {
 func (w Workload) Command() wire.Command {
 	c := wire.Command{Kind: w.Kind, MB: w.MB, Threads: w.Threads, Events: w.Events, MaxPrime: w.MaxPrime,
 		Seconds: w.Seconds, RateMBps: w.RateMBps, WorkUS: w.WorkUS, AllocKB: w.AllocKB, GOMAXPROCS: string(w.GOMAXPROCS),
-		Requests: w.Requests, Concurrency: w.Concurrency, RPS: w.Rate, Burst: w.Burst, BS: w.BS, Depth: w.Depth}
+		Requests: w.Requests, Concurrency: w.Concurrency, RPS: w.Rate, Burst: w.Burst, BS: int(w.BS), Depth: w.Depth}
 	if w.Kind == KindLoad {
 		// A load lane shares its service's network namespace.
 		c.Target = wire.ServiceURL

@@ -48,7 +48,7 @@ func TestWatchLoadsAndReloads(t *testing.T) {
 	t.Cleanup(func() { experiments.Install(prev) })
 	dir := t.TempDir()
 	write(t, dir, "one.json", strings.Replace(lab, "ID", "one", 1))
-	write(t, dir, "broken.json", strings.Replace(strings.Replace(lab, "ID", "two", 1), `"topic": "cpu"`, `"topic": "gpu"`, 1))
+	write(t, dir, "broken.json", strings.Replace(strings.Replace(lab, "ID", "two", 1), `"topic": "cpu"`, `"topic": "GPU!"`, 1))
 	write(t, dir, "notes.txt", "not a lab")
 	ctx, cancel := context.WithCancel(context.Background())
 	done, err := Watch(ctx, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
