@@ -14,4 +14,7 @@ export function paintSwatches(root = document) {
   root.querySelectorAll(".swatch[data-lane-index]").forEach((el) => {
     el.style.background = laneColour(Number(el.dataset.laneIndex));
   });
+  root.querySelectorAll("[data-lane-fill]").forEach((el) => {
+    el.style.fill = laneColour(Number(el.dataset.laneFill));
+  });
 }

@@ -144,7 +144,7 @@ func (h pages) labPage(w http.ResponseWriter, r *http.Request) {
 	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l experiments.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {
 		notes = append(notes, note)
 	}
-	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes)).ServeHTTP(w, r)
+	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes, planOfLab(lab, plan, host.ModelHost()))).ServeHTTP(w, r)
 }
 
 // labNetwork is a lab lane's network mode in its docker run command.
