@@ -1,0 +1,4 @@
+// The series page: its plot's points in their lanes' colours.
+import { paintSwatches } from "./colours.js";
+
+paintSwatches();

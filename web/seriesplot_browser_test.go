@@ -1,0 +1,70 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// TestBrowserSeriesPlot: a series' page draws one point a run for each
+// lane, in the lane's colour, with its mean between its smallest and its
+// largest run.
+func TestBrowserSeriesPlot(t *testing.T) {
+	srv, m := newServer(t)
+	status, body := postJSON(t, srv.URL+"/api/runs", `{"name": "plotted", "mode": "sequential", "duration": "20s", "repeat": 3, "lanes": [
+		{"name": "half", "workload": {"kind": "md5", "mb": 64}, "limits": {"cpus": "0.5"}}, {"name": "whole", "workload": {"kind": "md5", "mb": 64}}]}`)
+	if status != http.StatusCreated {
+		t.Fatalf("POST: %d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal(body, &created)
+	var sv workshop.SeriesView
+	enginetest.WaitFor(t, 3*time.Minute, "the series to end", func() bool {
+		var ok bool
+		sv, ok = m.Archive().Series(created.ID)
+		return ok && sv.Done == 3
+	})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/series/"+created.ID),
+		void(chromedp.Poll[bool](`(() => { const c = document.querySelector('[data-testid="series-plot"] circle'); return c !== null && c.style.fill !== ""; })()`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Points []float64 `json:"points"`
+		Mean   float64   `json:"mean"`
+		Fill   string    `json:"fill"`
+	}
+	rows := run(t, ctx, chromedp.Evaluate[[]row](`[...document.querySelectorAll('[data-testid^="series-plot-"]')].map(r => ({
+		points: [...r.querySelectorAll('circle.run')].map(c => c.getBoundingClientRect().x + c.getBoundingClientRect().width / 2),
+		mean: (() => { const l = r.querySelector('line.mean'); return l ? l.getBoundingClientRect().x : -1; })(),
+		fill: (r.querySelector('circle.run') || {style: {}}).style.fill || "",
+	}))`))
+	if len(rows) != 2 {
+		t.Fatalf("%d plotted lanes, want 2", len(rows))
+	}
+	for i, r := range rows {
+		if len(r.Points) != sv.Lanes[i].Stats.N || len(r.Points) != 3 {
+			t.Errorf("lane %d: %d points, want one for each of its %d runs", i+1, len(r.Points), sv.Lanes[i].Stats.N)
+			continue
+		}
+		lo, hi := min(r.Points[0], r.Points[1], r.Points[2]), max(r.Points[0], r.Points[1], r.Points[2])
+		if r.Mean < lo-1 || r.Mean > hi+1 {
+			t.Errorf("lane %d: the mean at x %.1f, outside its runs %.1f–%.1f", i+1, r.Mean, lo, hi)
+		}
+	}
+	if rows[0].Fill == "" || rows[0].Fill == rows[1].Fill {
+		t.Errorf("the lanes' points in %q and %q, want each lane's colour", rows[0].Fill, rows[1].Fill)
+	}
+	// The half-CPU lane's md5 takes about twice as long: its points lie
+	// to the right of the whole CPU's.
+	if min(rows[0].Points[0], rows[0].Points[1], rows[0].Points[2]) <= max(rows[1].Points[0], rows[1].Points[1], rows[1].Points[2]) {
+		t.Errorf("the half-CPU lane's runs %v do not all lie beyond the whole CPU's %v", rows[0].Points, rows[1].Points)
+	}
+}
