@@ -23,8 +23,31 @@ export function zoomWindow(lane, lastX) {
 }
 
 // spread is how far one lane's values ys (at xs) swing within range: how
-// many there are, the least and the most.
+// many there are, the least and the most, and the 10th and 90th
+// percentiles (nearest rank), which one stray sample does not move.
 export function spread(xs, ys, range) {
   const vs = xs.map((x, k) => (x >= range.min && x <= range.max ? ys[k] : null)).filter((v) => v != null);
-  return vs.length ? { n: vs.length, min: Math.min(...vs), max: Math.max(...vs) } : { n: 0 };
+  if (!vs.length) return { n: 0 };
+  const sorted = [...vs].sort((a, b) => a - b);
+  const rank = (p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
+  return { n: vs.length, min: sorted[0], max: sorted[sorted.length - 1], p10: rank(0.1), p90: rank(0.9) };
+}
+
+// tipLines are a chart's tooltip at one instant: for each lane with a
+// value there, its name and its value, with its share of its limit, the
+// limit and the model's expectation where it has them. values, limits
+// and expected are per lane (null where there is none).
+export function tipLines(names, values, limits, expected, digits) {
+  const out = [];
+  names.forEach((name, i) => {
+    const v = values[i];
+    if (v == null) return;
+    let text = valueWithLimit(v, limits[i], digits);
+    const more = [];
+    if (limits[i] != null) more.push(`limit ${fmt(limits[i], digits)}`);
+    if (expected[i] != null) more.push(`expected ${fmt(expected[i], digits)}`);
+    if (more.length) text += `; ${more.join(", ")}`;
+    out.push({ lane: i, name, text });
+  });
+  return out;
 }

@@ -3,9 +3,64 @@
 // model's expectation dotted, the run's moments marked, and a zoom of the
 // CPU and throttling charts onto one second of a lane.
 import { laneColour } from "./colours.js";
-import { fmt, valueWithLimit, zoomWindow, spread } from "./chartmath.js";
+import { fmt, zoomWindow, spread, tipLines } from "./chartmath.js";
 import { shownMetrics, zoomable } from "./metrics.js";
 import { downloadPNG } from "./png.js";
+
+// pageLegend is the one legend of a run's charts: each lane's colour and
+// name once, and what the line styles mean.
+function pageLegend(run) {
+  const box = document.createElement("div");
+  box.className = "chart-legend";
+  box.setAttribute("data-testid", "chart-legend");
+  run.lanes.forEach((l, i) => {
+    const item = document.createElement("span");
+    item.className = "legend-lane";
+    const sw = document.createElement("span");
+    sw.className = "swatch";
+    sw.style.background = laneColour(i);
+    item.append(sw, l.name);
+    box.appendChild(item);
+  });
+  const key = document.createElement("span");
+  key.className = "legend-key";
+  key.textContent = "solid: measured · dashed: the lane's limit · dotted: the model's expectation · hover a chart for the values";
+  box.appendChild(key);
+  return box;
+}
+
+// showTip fills a chart's tooltip for the instant under the cursor: each
+// lane's value there, with its limit and expectation where the chart has
+// them, beside the cursor; hidden off the chart.
+function showTip(u, tip, m, lanes) {
+  const idx = u.cursor.idx;
+  if (idx == null || u.cursor.left == null || u.cursor.left < 0) {
+    tip.hidden = true;
+    return;
+  }
+  const n = lanes.length;
+  const at = (k) => (u.data[k] ? u.data[k][idx] : null);
+  const values = lanes.map((l, i) => at(1 + i));
+  const limits = lanes.map((l, i) => (m.limit ? at(1 + n + i) : null));
+  const expected = lanes.map((l, i) => (m.expected && l.modelled ? at(1 + (m.limit ? 2 : 1) * n + i) : null));
+  const lines = tipLines(lanes.map((l) => l.name), values, limits, expected, m.digits);
+  const head = document.createElement("div");
+  head.className = "tip-t";
+  head.textContent = `${fmt(u.data[0][idx], 2)} s`;
+  const rows = lines.map((line) => {
+    const row = document.createElement("div");
+    const sw = document.createElement("span");
+    sw.className = "swatch";
+    sw.style.background = laneColour(line.lane);
+    row.append(sw, `${line.name}: ${line.text}`);
+    return row;
+  });
+  tip.replaceChildren(head, ...rows);
+  tip.hidden = false;
+  const left = u.cursor.left + 12;
+  tip.style.left = `${Math.min(left, Math.max(0, u.over.clientWidth - tip.offsetWidth))}px`;
+  tip.style.top = `${Math.max(0, u.cursor.top - tip.offsetHeight - 8)}px`;
+}
 
 // createCharts draws the charts of a run into el; getRun is the run's
 // latest view (its lanes' limits, changes and events move as it runs).
@@ -15,6 +70,7 @@ export function createCharts(el, runID, getRun) {
   const xs = [];
   let zoom = null; // the x range the zoomable charts show: null for the whole run
   el.replaceChildren();
+  el.appendChild(pageLegend(first));
 
   // markers draws the run's moments on every chart: phase bounds in grey,
   // live limit changes dashed in the lane's colour, and the engine's
@@ -65,18 +121,14 @@ export function createCharts(el, runID, getRun) {
     note.textContent = m.empty;
     box.appendChild(note);
     el.appendChild(box);
-    const series = [{ label: "t (s)", value: (u, v) => fmt(v, 2) }];
+    const series = [{ label: "t (s)" }];
     first.lanes.forEach((l, i) => {
-      series.push({
-        label: l.name, stroke: laneColour(i), width: 2, spanGaps: false, points: { show: false },
-        value: (u, v, si, idx) => valueWithLimit(v, m.limit && idx != null ? u.data[1 + n + i][idx] : null, m.digits),
-      });
+      series.push({ label: l.name, stroke: laneColour(i), width: 2, spanGaps: false, points: { show: false } });
     });
     // A limit line per lane, which steps when a live change moves it.
     if (m.limit) {
       first.lanes.forEach((l, i) => {
-        series.push({ label: `${l.name} limit`, stroke: laneColour(i), width: 1, dash: [6, 4],
-          points: { show: false }, value: (u, v) => fmt(v, m.digits) });
+        series.push({ label: `${l.name} limit`, stroke: laneColour(i), width: 1, dash: [6, 4], points: { show: false } });
       });
     }
     // The model's expected cores per lane, shown only for the lanes the
@@ -84,19 +136,27 @@ export function createCharts(el, runID, getRun) {
     if (m.expected) {
       first.lanes.forEach((l, i) => {
         series.push({ label: `${l.name} expected`, stroke: laneColour(i), width: 1, dash: [1, 3],
-          points: { show: false }, show: l.modelled, value: (u, v) => fmt(v, m.digits) });
+          points: { show: false }, show: l.modelled });
       });
     }
     const perLane = () => first.lanes.map(() => []);
     const data = [xs, ...perLane(), ...(m.limit ? perLane() : []), ...(m.expected ? perLane() : [])];
-    const width = Math.max(360, box.clientWidth || 600);
+    const width = Math.max(300, box.clientWidth || 600);
+    // One legend for the page (pageLegend); hovering a chart shows its
+    // lanes' values at that instant in a tooltip instead.
+    const tip = document.createElement("div");
+    tip.className = "chart-tip";
+    tip.setAttribute("data-testid", `tip-${m.key}`);
+    tip.hidden = true;
     const u = new uPlot({
       width, height: 220,
+      legend: { show: false },
       scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
       axes: [{ label: "seconds" }, {}],
       series,
-      hooks: { draw: [markers] },
+      hooks: { draw: [markers], setCursor: [(u) => showTip(u, tip, m, getRun().lanes)] },
     }, data, box);
+    u.over.appendChild(tip);
     png.addEventListener("click", () => downloadPNG(u, `${getRun().name}: ${m.title}`, getRun().lanes, `limitlab-${runID}-${m.key}.png`));
     // nonzero counts the lanes' values above zero: a chart with none has
     // nothing to show (data-nonzero, for the tests).
@@ -112,13 +172,14 @@ export function createCharts(el, runID, getRun) {
     box.className = "chart host-band";
     box.setAttribute("data-testid", "chart-host");
     const h = document.createElement("h3");
-    h.textContent = "Host: other work than this run, and steal (cores)";
+    h.textContent = "Host: other work than this run (solid), and steal (dashed), in cores";
     box.appendChild(h);
     el.appendChild(box);
     const hx = [];
     const data = [hx, [], []];
     const u = new uPlot({
-      width: Math.max(360, box.clientWidth || 600), height: 120,
+      width: Math.max(300, box.clientWidth || 600), height: 120,
+      legend: { show: false },
       scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 0.5)] } },
       axes: [{ label: "seconds" }, {}],
       series: [{ label: "t (s)", value: (u, v) => fmt(v, 2) },

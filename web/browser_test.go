@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/limitlab/limitlab/internal/enginetest"
 )
@@ -113,7 +114,25 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	kernel := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table[data-lane="512m, reservation 128m"] tr[data-flag="--memory"]')).map((r) => r.dataset.file + " " + r.dataset.holds + " " + r.textContent)`))
 	pressureCharts := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid$="pressure"]').length`))
 	empty := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.chart.empty')).map((c) => c.dataset.testid + ": " + c.querySelector('.empty-note').textContent)`))
+	// One legend for the page, none under the lanes' charts; hovering the
+	// CPU chart shows its lanes' values at that instant in a tooltip.
+	legends := run(t, ctx, chromedp.Evaluate[[]int](`[document.querySelectorAll('[data-testid="chart-legend"]').length, document.querySelectorAll('.chart:not(.host-band) .u-legend').length, document.querySelectorAll('[data-testid="chart-legend"] .legend-lane').length]`))
+	box := run(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('[data-testid="chart-cpu"] .u-over').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
+	if err := chromedp.Do(ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]-5, box[1]),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0], box[1]),
+		void(chromedp.Poll[bool](`!document.querySelector('[data-testid="tip-cpu"]').hidden`, chromedp.WithPollingTimeout(10*time.Second))),
+	); err != nil {
+		t.Fatalf("hovering the CPU chart: %v", err)
+	}
+	tip := liveText(t, ctx, `[data-testid="tip-cpu"]`)
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
+	if legends[0] != 1 || legends[1] != 0 || legends[2] != 3 {
+		t.Errorf("%d page legends with %d lanes, %d legends under lane charts; want one with 3, and none", legends[0], legends[2], legends[1])
+	}
+	if !strings.Contains(tip, " s") || !(strings.Contains(tip, "memory=64m: ") || strings.Contains(tip, "512m, reservation 128m: ")) {
+		t.Errorf("the CPU chart's tooltip says %q, want the instant and the lanes' values", tip)
+	}
 
 	// memory-oom does no block IO: its IO charts are folded to a line
 	// saying what would fill them; its CPU and memory charts are drawn.

@@ -13,6 +13,7 @@ import (
 type spread struct {
 	N        int
 	Min, Max float64
+	P10, P90 float64
 }
 
 // TestBrowserZoomShowsTheQuotaPeriod runs the quota-period lab, sampled
@@ -63,8 +64,11 @@ func TestBrowserZoomShowsTheQuotaPeriod(t *testing.T) {
 	if long.Max-long.Min < 600 {
 		t.Errorf("the 50ms/100ms lane's throttled time swings over %.0f-%.0f ms/s, want it between about none and all", long.Min, long.Max)
 	}
-	if short.Max-short.Min >= long.Max-long.Min || short.Max-short.Min > 450 {
-		t.Errorf("the 5ms/10ms lane's throttled time spans %.0f-%.0f ms/s: not flatter than the 50ms/100ms lane's %.0f-%.0f", short.Min, short.Max, long.Min, long.Max)
+	// Flat is judged between the 10th and 90th percentiles of the
+	// samples: one sample taken late or early by the server's clock
+	// (the sampling line gives how far) swings on its own.
+	if short.P90-short.P10 >= long.P90-long.P10 || short.P90-short.P10 > 450 {
+		t.Errorf("the 5ms/10ms lane's throttled time spans %.0f-%.0f ms/s from its 10th to its 90th percentile: not flatter than the 50ms/100ms lane's %.0f-%.0f", short.P10, short.P90, long.P10, long.P90)
 	}
 	if !strings.Contains(sampling, "Sampled every 50 ms") || !strings.Contains(sampling, "99th percentile") {
 		t.Errorf("sampling line %q", sampling)

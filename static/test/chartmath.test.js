@@ -1,7 +1,7 @@
 // node --test static/test: the charts' pure sums.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fmt, valueWithLimit, zoomWindow, spread } from "../chartmath.js";
+import { fmt, valueWithLimit, zoomWindow, spread, tipLines } from "../chartmath.js";
 import { metrics, shownMetrics } from "../metrics.js";
 
 test("fmt gives a dash for no value", () => {
@@ -25,7 +25,10 @@ test("the zoom is the second around a lane's middle", () => {
 });
 
 test("a lane's spread counts only the values in range", () => {
-  assert.deepEqual(spread([1, 2, 3, 4], [5, null, 7, 9], { min: 1.5, max: 4 }), { n: 2, min: 7, max: 9 });
+  assert.deepEqual(spread([1, 2, 3, 4], [5, null, 7, 9], { min: 1.5, max: 4 }), { n: 2, min: 7, max: 9, p10: 7, p90: 9 });
+  const xs = [...Array(20).keys()];
+  const ys = xs.map((x) => (x === 7 ? 0 : 500 + x));
+  assert.deepEqual(spread(xs, ys, { min: 0, max: 19 }), { n: 20, min: 0, max: 519, p10: 500, p90: 517 });
   assert.deepEqual(spread([1], [5], { min: 2, max: 3 }), { n: 0 });
 });
 
@@ -50,4 +53,11 @@ test("charts a run cannot fill are not drawn", () => {
   run.lanes.push({ load: true, disk: true });
   const more = shownMetrics(run).map((m) => m.key);
   assert.ok(more.includes("latency") && more.includes("work-iops"));
+});
+
+test("a tooltip gives each lane with a value, its limit and its expectation", () => {
+  assert.deepEqual(tipLines(["a", "b", "c"], [0.25, null, 1], [0.5, 1, null], [0.5, 1, null], 2), [
+    { lane: 0, name: "a", text: "0.25 (50% of limit); limit 0.50, expected 0.50" },
+    { lane: 2, name: "c", text: "1.00" },
+  ]);
 });
