@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,15 @@ func TestBrowserSeriesPlot(t *testing.T) {
 		sv, ok = m.Archive().Series(created.ID)
 		return ok && sv.Done == 3
 	})
+	// The history lists the series' runs under its first, which links to
+	// the series.
+	hist := getPage(t, srv.URL+"/runs")
+	first := strings.Index(hist, `data-run-id="`+created.ID+`"`)
+	link := strings.Index(hist, `href="/series/`+created.ID+`" data-testid="series-link">series of 3`)
+	second, third := strings.Index(hist, `data-run-id="`+sv.Runs[1].ID+`" class="in-series"`), strings.Index(hist, `data-run-id="`+sv.Runs[2].ID+`" class="in-series"`)
+	if first < 0 || link < first || second < link || third < second {
+		t.Errorf("history: the series' first run at %d, its link at %d, its later runs at %d and %d; want them in that order", first, link, second, third)
+	}
 	ctx := browser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/series/"+created.ID),
