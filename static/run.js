@@ -23,15 +23,26 @@ const showControls = enableControls(id);
 
 // refreshResults has the server render the results table again, once the
 // run's view has stopped moving for 100 ms.
+// A refresh that fails (the server busy, a dropped connection) is tried
+// again a second later, so that the table never stays behind the run.
 let refreshTimer = null;
-function refreshResults() {
+function refreshResults(delay = 100) {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(async () => {
-    const res = await fetch(`/runs/${id}/results`);
-    if (!res.ok) return;
+    let res;
+    try {
+      res = await fetch(`/runs/${id}/results`);
+    } catch {
+      refreshResults(1000);
+      return;
+    }
+    if (!res.ok) {
+      if (res.status !== 404) refreshResults(1000);
+      return;
+    }
     document.getElementById("results").outerHTML = await res.text();
     paintSwatches();
-  }, 100);
+  }, delay);
 }
 
 function queueText(view) {

@@ -94,6 +94,7 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 		// The lab's three lanes are in the builder's form.
 		chromedp.WaitVisible(chromedp.CSS(`fieldset.lane[data-lane="2"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="run"]`)),
+		waitPath("/runs/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
 		// Charts fill while it runs...
 		void(chromedp.Poll[bool](`Number(document.querySelector('[data-testid="charts"]').dataset.points) > 3`,
@@ -206,8 +207,10 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.Click(chromedp.CSS(`[data-testid="lab-shares-spare-cpu"]`)),
+		waitPath("/labs/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="lab-page"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		waitPath("/runs/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="verdict"]`)),
 	)
@@ -258,6 +261,14 @@ func liveText(t *testing.T, ctx context.Context, selector string) string {
 		t.Fatalf("nothing in %s: %v", selector, err)
 	}
 	return run(t, ctx, chromedp.Evaluate[string](text))
+}
+
+// waitPath waits until the page's location is under prefix: after a click
+// that navigates, a query begun on the old document would lose its nodes
+// to the new one.
+func waitPath(prefix string) chromedp.Action {
+	return void(chromedp.Poll[bool](`location.pathname.startsWith(`+strconv.Quote(prefix)+`) && document.readyState !== "loading"`,
+		chromedp.WithPollingTimeout(30*time.Second)))
 }
 
 // browserStart starts a run from the browser, as its participant, and

@@ -23,6 +23,8 @@ func TestBrowserWalksAGuidedLab(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/labs/noisy-neighbour-cpu"),
 		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		// The lab's page lists its steps too: wait for the run's.
+		waitPath("/runs/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="steps"]`)),
 		done("0"),
 		done("1"),

@@ -83,6 +83,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	boundPool(db)
 	if err := migrate(context.Background(), db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
@@ -96,6 +97,23 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 	// The writer lives until Close closes ops; Close waits for it.
 	go s.writer()
 	return s, nil
+}
+
+// The connection pool's bounds. Each SQLite connection keeps a page cache
+// of its own, outside Go's heap and growing with the database: unbounded,
+// a burst of readers (a room opening the history at once) leaves a
+// connection per reader behind, and the server's memory grows with every
+// run the room has stored. The writer holds one; readers share the rest.
+const (
+	MaxConns     = 6
+	MaxIdleConns = 2
+	ConnIdleTime = time.Minute
+)
+
+func boundPool(db *sql.DB) {
+	db.SetMaxOpenConns(MaxConns)
+	db.SetMaxIdleConns(MaxIdleConns)
+	db.SetConnMaxIdleTime(ConnIdleTime)
 }
 
 // migrate applies, in order and each in a transaction, the migrations not

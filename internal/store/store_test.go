@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,4 +123,47 @@ func ids(rs []Run) []string {
 		out = append(out, r.ID)
 	}
 	return out
+}
+
+// A burst of readers shares a bounded pool: a connection each would keep a
+// page cache each, outside Go's heap, for as long as the server runs.
+func TestReadersShareABoundedPool(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	for i := range 20 {
+		s.SaveRun(Run{ID: fmt.Sprint("r", i), Name: "run", State: "done", CreatedAt: time.Now(), View: []byte(`{}`)})
+		for j := range 50 {
+			s.Append(fmt.Sprint("r", i), []byte(fmt.Sprint(j)))
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	most := 0
+	var mu sync.Mutex
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Messages(fmt.Sprint("r", i%20)); err != nil {
+				t.Error(err)
+			}
+			if _, err := s.List(Filter{Limit: 50}); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			most = max(most, s.db.Stats().OpenConnections)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	st := s.db.Stats()
+	t.Logf("100 readers: at most %d connections open, %d idle after", most, st.Idle)
+	if most > MaxConns || st.OpenConnections > MaxConns {
+		t.Errorf("%d connections open at most (%d now), want at most %d", most, st.OpenConnections, MaxConns)
+	}
+	if st.Idle > MaxIdleConns {
+		t.Errorf("%d idle connections kept, want at most %d", st.Idle, MaxIdleConns)
+	}
 }

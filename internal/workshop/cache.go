@@ -70,11 +70,26 @@ func (c *streamCache) get(id string, load func(string) (stored, error)) (stored,
 	return v.(stored), nil
 }
 
-func (c *streamCache) put(id string, s stored) {
-	var n int64
+// msgOverhead is what one kept message costs beside its bytes (its slice
+// header and the allocator's rounding); viewOverhead is a run's view, its
+// hub and its place in the cache. Counting only the bytes let a cache of
+// many short runs hold several times its budget.
+const (
+	msgOverhead  = 48
+	viewOverhead = 16 << 10
+)
+
+// cost is what a run kept in the cache holds in memory.
+func cost(s stored) int64 {
+	n := int64(viewOverhead)
 	for _, m := range s.hub.History() {
-		n += int64(len(m))
+		n += int64(len(m)) + msgOverhead
 	}
+	return n
+}
+
+func (c *streamCache) put(id string, s stored) {
+	n := cost(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byID[id]; ok || n > c.budget {

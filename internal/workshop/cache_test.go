@@ -60,7 +60,8 @@ func TestStreamCacheLoadsOnceForManyViewers(t *testing.T) {
 }
 
 func TestStreamCacheKeepsToItsBudget(t *testing.T) {
-	c := newStreamCache(3000)
+	budget := 3 * cost(storedOf(1000))
+	c := newStreamCache(budget)
 	loads := map[string]int{}
 	load := func(id string) (stored, error) { loads[id]++; return storedOf(1000), nil }
 	for i := range 5 {
@@ -68,16 +69,16 @@ func TestStreamCacheKeepsToItsBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b := c.bytes(); b > 3000 {
-		t.Errorf("holds %d bytes, over its budget of 3000", b)
+	if b := c.bytes(); b > budget {
+		t.Errorf("holds %d bytes, over its budget of %d", b, budget)
 	}
 	c.get("4", load) // the most recent stays
 	c.get("0", load) // the oldest was evicted: read again
 	if loads["4"] != 1 || loads["0"] != 2 {
 		t.Errorf("loads %v: want run 4 kept and run 0 evicted", loads)
 	}
-	big := func(string) (stored, error) { return storedOf(10000), nil }
-	if _, err := c.get("huge", big); err != nil || c.bytes() > 3000 {
+	big := func(string) (stored, error) { return storedOf(int(budget)), nil }
+	if _, err := c.get("huge", big); err != nil || c.bytes() > budget {
 		t.Errorf("a run larger than the budget was kept: %d bytes", c.bytes())
 	}
 }
