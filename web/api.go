@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -75,7 +76,7 @@ func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
-	run, err := h.Runs.SubmitFrom(spec, plan, participantOf(r), addressOf(r))
+	run, err := h.Runs.SubmitFrom(spec, plan, participantOf(r), h.countedAddress(r))
 	var quota *workshop.QuotaError
 	switch {
 	case errors.As(err, &quota):
@@ -85,6 +86,7 @@ func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, "run", err)
 		return
 	}
+	h.Room.Ran(participantOf(r), run.ID(), time.Now())
 	w.Header().Set("Location", "/api/runs/"+run.ID())
 	writeJSON(w, http.StatusCreated, map[string]string{"id": run.ID()})
 }

@@ -266,7 +266,7 @@ func liveText(t *testing.T, ctx context.Context, selector string) string {
 // waitPath waits until the page's location is under prefix: after a click
 // that navigates, a query begun on the old document would lose its nodes
 // to the new one.
-func waitPath(prefix string) chromedp.Action {
+func waitPath(prefix string) chromedp.Action[chromedp.Void] {
 	return void(chromedp.Poll[bool](`location.pathname.startsWith(`+strconv.Quote(prefix)+`) && document.readyState !== "loading"`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 }

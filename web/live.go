@@ -19,7 +19,7 @@ import (
 // reconnect and get the history again.
 func (h streams) live(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	release, err := h.viewers.acquire(id, addressOf(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
+	release, err := h.viewers.acquire(id, h.countedAddress(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
 	if err != nil {
 		writeError(w, http.StatusTooManyRequests, "viewers", err.Error())
 		return
@@ -110,7 +110,8 @@ type viewerCount struct {
 }
 
 // acquire counts one more viewer of run from addr, or refuses it past a
-// cap; release uncounts it.
+// cap; release uncounts it. A viewer of no counted address ("", a
+// participant proven by the join code) is held to the run's cap only.
 func (v *viewerCount) acquire(run, addr string, perRun, perAddr int) (release func(), err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -120,16 +121,21 @@ func (v *viewerCount) acquire(run, addr string, perRun, perAddr int) (release fu
 	switch {
 	case v.byRun[run] >= perRun:
 		return nil, fmt.Errorf("this run has %d live viewers, the most it takes: try again later", perRun)
-	case v.byAddr[addr] >= perAddr:
+	case addr != "" && v.byAddr[addr] >= perAddr:
 		return nil, fmt.Errorf("your address %s has %d live streams open, the most it may: close some", addr, perAddr)
 	}
 	v.byRun[run]++
-	v.byAddr[addr]++
+	if addr != "" {
+		v.byAddr[addr]++
+	}
 	return func() {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		if v.byRun[run]--; v.byRun[run] == 0 {
 			delete(v.byRun, run)
+		}
+		if addr == "" {
+			return
 		}
 		if v.byAddr[addr]--; v.byAddr[addr] == 0 {
 			delete(v.byAddr, addr)

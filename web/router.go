@@ -98,6 +98,11 @@ type Deps struct {
 	// participant may run, stop, change or import anything; without it a
 	// browser can watch.
 	JoinCode string
+	// TrustedProxies are the reverse proxies in front of the server: only
+	// from them are X-Forwarded-For and X-Forwarded-Proto believed.
+	TrustedProxies Proxies
+	// Room is who is in the workshop (a new one if nil).
+	Room *workshop.Room
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -114,6 +119,9 @@ func NewRouter(d Deps) http.Handler {
 	if d.MaxViewersPerAddress == 0 {
 		d.MaxViewersPerAddress = DefaultMaxViewersPerAddress
 	}
+	if d.Room == nil {
+		d.Room = workshop.NewRoom()
+	}
 	if d.BodyTimeout == 0 {
 		d.BodyTimeout = 15 * time.Second
 	}
@@ -122,6 +130,7 @@ func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(secureHeaders)
+	r.Use(h.identify)
 	r.Use(h.checkHost)
 	r.Use(h.checkOrigin)
 	r.Use(h.participant)
@@ -182,6 +191,7 @@ type handlers struct {
 	Deps
 	failures  failureGate
 	newcomers rateWindow
+	joins     rateWindow
 	imports   rateWindow
 	viewers   viewerCount
 }
@@ -253,7 +263,7 @@ func (h *handlers) originAllowed(origin string, r *http.Request) bool {
 		return false
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if overHTTPS(r) {
 		scheme = "https"
 	}
 	if strings.EqualFold(u.Host, r.Host) && u.Scheme == scheme {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,6 +82,11 @@ type config struct {
 	kubeconfig   string
 	namespace    string
 	sampler      engine.SamplerAddress // the single engine's, if any
+	proxies      web.Proxies
+	tlsCert      string
+	tlsKey       string
+	viewersRun   int
+	viewersAddr  int
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -135,8 +141,28 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.quotas.Host.CPUs, "quota-cpus", 0, "CPUs the running lanes may ask for in all (0: no limit)")
 	fs.Var(memoryFlag{&c.quotas.Host.Memory}, "quota-memory", "--memory the running lanes may ask for in all (0: no limit)")
 	fs.IntVar(&c.quotas.Host.Containers, "quota-containers", 0, "containers the running runs may have in all (0: no limit)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR prefixes of the reverse proxies in front of the server (e.g. 127.0.0.1,10.0.0.0/8): only from them are X-Forwarded-For and X-Forwarded-Proto believed")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "certificate `file` (PEM) to serve the dashboard over https, with -tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `file` (PEM) of -tls-cert")
+	fs.IntVar(&c.viewersRun, "max-viewers-per-run", web.DefaultMaxViewersPerRun, "live viewers one run may have at once")
+	fs.IntVar(&c.viewersAddr, "max-viewers-per-address", web.DefaultMaxViewersPerAddress, "live streams one client address may hold open at once; participants who entered the join code are not counted by address")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	var err error
+	if c.proxies, err = web.ParseProxies(*proxies); err != nil {
+		return c, fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return c, errors.New("-tls-cert and -tls-key go together")
+	}
+	if c.tlsCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey); err != nil {
+			return c, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+	}
+	if c.viewersRun < 1 || c.viewersAddr < 1 {
+		return c, fmt.Errorf("-max-viewers-per-run %d, -max-viewers-per-address %d: want at least 1 each", c.viewersRun, c.viewersAddr)
 	}
 	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
 	if c.joinCode == "" {
@@ -406,6 +432,7 @@ func run(ctx context.Context, args []string) error {
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Static: limitlab.Static(), Log: log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
+			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections idle this long are closed; bodies have
@@ -414,7 +441,16 @@ func run(ctx context.Context, args []string) error {
 	}
 	errc := make(chan error, 1)
 	// The listener lives until Shutdown.
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && !isLoopback(h) && cfg.tlsCert == "" && len(cfg.proxies) == 0 {
+		log.Warn("the dashboard listens beyond this machine over plain http: the join code and the presenter token cross the network in clear. " +
+			"Serve it over https (-tls-cert, -tls-key), or behind a TLS proxy (-trusted-proxies), or on loopback only (README: Running a workshop safely)")
+	}
 	go func() {
+		if cfg.tlsCert != "" {
+			log.Info("listening", slog.String("url", "https://"+cfg.addr))
+			errc <- srv.ServeTLS(web.Listener(ln, cfg.maxConns), cfg.tlsCert, cfg.tlsKey)
+			return
+		}
 		log.Info("listening", slog.String("url", "http://"+cfg.addr))
 		errc <- srv.Serve(web.Listener(ln, cfg.maxConns))
 	}()

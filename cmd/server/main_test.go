@@ -242,6 +242,11 @@ func TestFlagsGuardAWorkshop(t *testing.T) {
 		{"a sampler in a pool", []string{"-engines", "e.json", "-sampler", "http://bench:7071", "-sampler-token-file", long}, "in a pool"},
 		{"a sampler", []string{"-sampler", "http://bench:7071", "-sampler-token-file", long}, ""},
 		{"more than one run at once in a pool", []string{"-engines", "e.json", "-max-running", "2"}, "one run at a time"},
+		{"a trusted proxy that is no address", []string{"-trusted-proxies", "127.0.0.1,proxy.example.org"}, "proxy.example.org"},
+		{"trusted proxies", []string{"-trusted-proxies", "127.0.0.1, 10.0.0.0/8"}, ""},
+		{"a certificate without its key", []string{"-tls-cert", long}, "go together"},
+		{"a certificate that is no certificate", []string{"-tls-cert", long, "-tls-key", long}, "-tls-cert/-tls-key"},
+		{"no viewers", []string{"-max-viewers-per-run", "0"}, "at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,158 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// joinAs joins the room with the code as a new browser, under name.
+func joinAs(t *testing.T, base, code, name string) *http.Client {
+	t.Helper()
+	c := newJarClient()
+	body, _ := json.Marshal(map[string]string{"code": code, "name": name})
+	if status, b := postWith(t, c, base+"/api/join", string(body)); status != http.StatusOK {
+		t.Fatalf("%s joins: %d %s", name, status, b)
+	}
+	return c
+}
+
+// TestARoomBehindOneAddress: a room behind one NAT is one address. Each
+// participant who proved the join code is held to its own quota, not its
+// address's; a client without the code is still capped by address.
+func TestARoomBehindOneAddress(t *testing.T) {
+	srv, m, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" }, func(o *workshop.Options) {
+		o.MaxRunning, o.AddressRuns, o.Quotas = 1, 6, &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}
+	})
+	fake.Runtime = time.Minute
+	var clients []*http.Client
+	for i := range 50 {
+		c := joinAs(t, srv.URL, "room-42", fmt.Sprintf("attendee %d", i))
+		clients = append(clients, c)
+		if status, body := postWith(t, c, srv.URL+"/api/runs", roomSpec); status != http.StatusCreated {
+			t.Fatalf("attendee %d of 50 from one address queues a run: %d %s", i, status, body)
+		}
+	}
+	// Each is still held to its own quota: one run at a time.
+	if status, body := postWith(t, clients[7], srv.URL+"/api/runs", roomSpec); status != http.StatusForbidden || !strings.Contains(body, `"scope": "participant"`) {
+		t.Errorf("a second run of one attendee: %d %s", status, body)
+	}
+	// A script from the same address without the code cannot run at all,
+	// and one on a server without a code is held to the address's cap.
+	if status, body := postWith(t, &http.Client{Timeout: 10 * time.Second}, srv.URL+"/api/runs", roomSpec); status != http.StatusForbidden || !strings.Contains(body, "join code") {
+		t.Errorf("a cookieless script beside the room: %d %s", status, body)
+	}
+	m.ClearQueue("test")
+
+	open, _, fake2 := newFakeServer(t, nil, func(o *workshop.Options) {
+		o.MaxRunning, o.AddressRuns, o.Quotas = 1, 6, &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}
+	})
+	fake2.Runtime = time.Minute
+	accepted := 0
+	for range 8 {
+		status, body := postWith(t, &http.Client{Timeout: 10 * time.Second}, open.URL+"/api/runs", roomSpec)
+		switch {
+		case status == http.StatusCreated:
+			accepted++
+		case status != http.StatusForbidden || !strings.Contains(body, `"scope": "address"`):
+			t.Fatalf("a cookieless script on a server without a code: %d %s", status, body)
+		}
+	}
+	if accepted != 6 {
+		t.Errorf("a cookieless script got %d runs from one address, want the address's 6", accepted)
+	}
+}
+
+// TestJoinsPerAddressAreBounded: someone holding the code cannot make
+// themselves a crowd faster than JoinsPerMinute; joining again is free.
+func TestJoinsPerAddressAreBounded(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" })
+	var first *http.Client
+	for i := range JoinsPerMinute {
+		c := joinAs(t, srv.URL, "room-42", "")
+		if i == 0 {
+			first = c
+		}
+	}
+	status, body := postWith(t, newJarClient(), srv.URL+"/api/join", `{"code": "room-42"}`)
+	if status != http.StatusTooManyRequests || !strings.Contains(body, `"field": "participant"`) {
+		t.Errorf("join %d from one address in a minute: %d %s", JoinsPerMinute+1, status, body)
+	}
+	if status, body := postWith(t, first, srv.URL+"/api/join", `{"code": "room-42", "name": "Ada"}`); status != http.StatusOK {
+		t.Errorf("a participant who joined already, joining again with a name: %d %s", status, body)
+	}
+}
+
+func TestDisplayNames(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" })
+	joinAs(t, srv.URL, "room-42", "Grace  Hopper")
+	for _, tc := range []struct{ name, status, want string }{
+		{"grace hopper", "409", "taken"},
+		{"GRACEHOPPER", "409", "taken"},
+		{strings.Repeat("x", 41), "400", "at most 40"},
+		{"tab\there", "400", ""}, // folded to a space: fine
+		{"bell\a", "400", "printable"},
+	} {
+		body, _ := json.Marshal(map[string]string{"code": "room-42", "name": tc.name})
+		status, b := postWith(t, newJarClient(), srv.URL+"/api/join", string(body))
+		if tc.name == "tab\there" {
+			if status != http.StatusOK || !strings.Contains(b, `"name": "tab here"`) {
+				t.Errorf("name %q: %d %s", tc.name, status, b)
+			}
+			continue
+		}
+		if fmt.Sprint(status) != tc.status || !strings.Contains(b, tc.want) || !strings.Contains(b, `"field": "name"`) {
+			t.Errorf("name %q: %d %s; want %s naming the field and %q", tc.name, status, b, tc.status, tc.want)
+		}
+	}
+}
+
+// TestAKeynoteFromOneAddress: a keynote's audience behind one NAT watches
+// the featured run when the caps allow it; one past the run's cap is
+// refused.
+func TestAKeynoteFromOneAddress(t *testing.T) {
+	const audience = 300
+	srv, m, fake := newFakeServer(t, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = audience, audience })
+	fake.Runtime = time.Minute
+	status, body := postWith(t, newJarClient(), srv.URL+"/api/runs", roomSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	defer func() { _ = m.Stop(created.ID) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + created.ID + "/live"
+	var conns []*websocket.Conn
+	defer func() {
+		for _, c := range conns {
+			c.CloseNow()
+		}
+	}()
+	for i := range audience {
+		c, res, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			t.Fatalf("viewer %d of %d from one address: %v (%v)", i+1, audience, err, res)
+		}
+		c.SetReadLimit(16 << 20)
+		conns = append(conns, c)
+	}
+	// Every viewer gets the run's history.
+	for i, c := range conns {
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatalf("viewer %d reads nothing: %v", i+1, err)
+		}
+	}
+	_, res, err := websocket.Dial(ctx, url, nil)
+	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("viewer %d of a run capped at %d: %v %v", audience+1, audience, err, res)
+	}
+}

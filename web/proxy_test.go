@@ -1,0 +1,203 @@
+package web
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// freePort is a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startNginx runs Debian's nginx as a TLS reverse proxy on 127.0.0.1:port
+// in front of upstream, as a workshop host would, websockets included; it
+// is stopped when the test ends. No nginx is a failure, never a skip.
+func startNginx(t *testing.T, port int, upstream string) *x509.CertPool {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatal("no nginx on this machine: apt-get install nginx-light (.ci/run does)")
+		}
+	}
+	dir := t.TempDir()
+	cert, key, pool := enginetest.SelfSigned(t, dir)
+	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+daemon off;
+worker_processes 1;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  map $http_upgrade $connection_upgrade { default upgrade; '' close; }
+  server {
+    listen 127.0.0.1:%[2]d ssl;
+    ssl_certificate %[3]s;
+    ssl_certificate_key %[4]s;
+    location / {
+      proxy_pass http://%[5]s;
+      proxy_http_version 1.1;
+      proxy_set_header Host $host:$server_port;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+    }
+  }
+}
+`, dir, port, cert, key, upstream)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
+	out, _ := os.Create(filepath.Join(dir, "out.log"))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	enginetest.WaitFor(t, 10*time.Second, "nginx to listen", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return pool
+}
+
+// from is a client whose connections come from addr; with a jar it keeps
+// cookies as a browser does.
+func from(addr string, pool *x509.CertPool, jar bool) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}, Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if jar {
+		c.Jar, _ = cookiejar.New(nil)
+	}
+	return c
+}
+
+// TestBehindATLSProxy: behind a real nginx with TLS, two clients from two
+// addresses are two addresses; a forged X-Forwarded-For, through the proxy
+// or straight to the server, changes nothing; cookies are Secure; the
+// origin check knows the page came over https; the live stream comes
+// through the proxy's websocket.
+func TestBehindATLSProxy(t *testing.T) {
+	srv, m, fake := newFakeServer(t, func(d *Deps) { d.TrustedProxies, _ = ParseProxies("127.0.0.1") }, func(o *workshop.Options) {
+		o.MaxRunning, o.AddressRuns, o.Quotas = 1, 1, &workshop.Quotas{}
+	})
+	fake.Runtime = time.Minute
+	port := freePort(t)
+	pool := startNginx(t, port, strings.TrimPrefix(srv.URL, "http://"))
+	base := fmt.Sprintf("https://localhost:%d", port)
+
+	post := func(c *http.Client, url, body string, header ...string) (int, string, *http.Response) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res
+	}
+	ada, grace := from("127.0.0.2", pool, true), from("127.0.0.3", pool, true)
+	status, body, res := post(ada, base+"/api/runs", roomSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("a run through the proxy: %d %s", status, body)
+	}
+	var secure bool
+	for _, c := range res.Cookies() {
+		secure = c.Name == ParticipantCookie && c.Secure
+	}
+	if !secure {
+		t.Errorf("the participant cookie over https through a trusted proxy is not Secure: %v", res.Header["Set-Cookie"])
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	// The proxy is one address; its clients are two: the second is not
+	// held to the first's address cap of one run.
+	if status, body, _ := post(grace, base+"/api/runs", roomSpec); status != http.StatusCreated {
+		t.Fatalf("a run from a second address through the proxy: %d %s", status, body)
+	}
+	// A new participant from Ada's address, forging another address
+	// through the proxy, is still Ada's address.
+	status, body, _ = post(from("127.0.0.2", pool, false), base+"/api/runs", roomSpec, "X-Forwarded-For", "198.51.100.9")
+	if status != http.StatusForbidden || !strings.Contains(body, "your address 127.0.0.2 has 1") {
+		t.Errorf("a forged X-Forwarded-For through the proxy: %d %s", status, body)
+	}
+	// Straight to the server from an address not trusted, the forged
+	// header is not read either.
+	status, body, _ = post(from("127.0.0.2", nil, false), srv.URL+"/api/runs", roomSpec, "X-Forwarded-For", "198.51.100.9", "X-Forwarded-Proto", "https")
+	if status != http.StatusForbidden || !strings.Contains(body, "your address 127.0.0.2 has 1") {
+		t.Errorf("a forged X-Forwarded-For straight to the server: %d %s", status, body)
+	}
+	// The page's own origin is https through the proxy: http with the
+	// same host, or another host, is another origin.
+	if status, body, _ := post(ada, base+"/api/runs/"+created.ID+"/stop", "{}", "Origin", "http://localhost:"+fmt.Sprint(port)); status != http.StatusForbidden || !strings.Contains(body, "cross-origin") {
+		t.Errorf("a stop from the page's host over http: %d %s", status, body)
+	}
+	if status, body, _ := post(ada, base+"/api/runs/"+created.ID+"/stop", "{}", "Origin", "https://evil.example"); status != http.StatusForbidden {
+		t.Errorf("a stop from another origin: %d %s", status, body)
+	}
+	// The live stream through the proxy's websocket.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, fmt.Sprintf("wss://localhost:%d/api/runs/%s/live", port, created.ID), &websocket.DialOptions{HTTPClient: ada})
+	if err != nil {
+		t.Fatalf("the live stream through the proxy: %v", err)
+	}
+	ws.SetReadLimit(16 << 20)
+	if _, msg, err := ws.Read(ctx); err != nil || len(msg) == 0 {
+		t.Errorf("nothing on the live stream through the proxy: %v", err)
+	}
+	ws.CloseNow()
+	if status, body, _ := post(ada, base+"/api/runs/"+created.ID+"/stop", "{}", "Origin", base); status != http.StatusAccepted {
+		t.Errorf("a stop from the page's own https origin: %d %s", status, body)
+	}
+	m.ClearQueue("test")
+}
