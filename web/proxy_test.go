@@ -10,11 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,73 +31,16 @@ func freePort(t testing.TB) int {
 }
 
 // startNginx runs Debian's nginx as a TLS reverse proxy on 127.0.0.1:port
-// in front of upstream, as a workshop host would, websockets included; it
-// is stopped when the test ends. No nginx is a failure, never a skip.
+// in front of upstream until the test ends; it returns a pool that trusts
+// its certificate. No nginx is a failure, never a skip.
 func startNginx(t *testing.T, port int, upstream string) *x509.CertPool {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
+	p, err := enginetest.StartNginx(t.TempDir(), port, upstream)
 	if err != nil {
-		bin = "/usr/sbin/nginx"
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatal("no nginx on this machine: apt-get install nginx-light (.ci/run does)")
-		}
-	}
-	dir := t.TempDir()
-	cert, key, pool := enginetest.SelfSigned(t, dir)
-	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
-error_log %[1]s/error.log;
-daemon off;
-worker_processes 1;
-events { worker_connections 512; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  map $http_upgrade $connection_upgrade { default upgrade; '' close; }
-  server {
-    listen 127.0.0.1:%[2]d ssl;
-    ssl_certificate %[3]s;
-    ssl_certificate_key %[4]s;
-    location / {
-      proxy_pass http://%[5]s;
-      proxy_http_version 1.1;
-      proxy_set_header Host $host:$server_port;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-    }
-  }
-}
-`, dir, port, cert, key, upstream)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	out, _ := os.Create(filepath.Join(dir, "out.log"))
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	enginetest.WaitFor(t, 10*time.Second, "nginx to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return pool
+	t.Cleanup(func() { _ = p.Stop() })
+	return p.Pool
 }
 
 // from is a client whose connections come from addr; with a jar it keeps

@@ -52,11 +52,19 @@ func reason(status int, body []byte) string {
 	return strconv.Itoa(status) + " " + http.StatusText(status)
 }
 
-// participant is a browser: it keeps its cookie, submits a run, follows it
-// to its end, thinks a little, and again.
-func participant(ctx context.Context, cl *http.Client, base string, r *report) {
+// participant is a browser: it keeps its cookie, joins with the code,
+// submits a run, follows it to its end, thinks a little, and again. where
+// says how it reaches the server.
+func participant(ctx context.Context, cl *http.Client, base string, r *report, where string) {
 	if res, err := cl.Get(base + "/"); err == nil {
 		res.Body.Close()
+	}
+	for jitter(ctx, 2*time.Second) {
+		status, body, err := post(ctx, cl, base+"/api/join", `{"code": "`+joinCode+`"}`)
+		if err == nil && status == http.StatusOK {
+			break
+		}
+		r.count("participant " + where + " could not join: " + reason(status, body))
 	}
 	for jitter(ctx, 2*time.Second) {
 		status, body, err := post(ctx, cl, base+"/api/runs", smallRun())
@@ -64,10 +72,10 @@ func participant(ctx context.Context, cl *http.Client, base string, r *report) {
 			continue
 		}
 		if status != http.StatusCreated {
-			r.count("participant refused: " + reason(status, body))
+			r.count("participant " + where + " refused: " + reason(status, body))
 			continue
 		}
-		r.count("participant runs accepted")
+		r.count("participant runs accepted, " + where)
 		var created struct{ ID string }
 		_ = json.Unmarshal(body, &created)
 		for jitter(ctx, time.Second) {
@@ -220,6 +228,11 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 			return res.StatusCode, nil, nil
 		}, http.StatusUnauthorized},
 		{"a body that never arrives", func() (int, []byte, error) { return slowBody(ctx, base) }, 0},
+	}
+	// A hostile participant is in the room: it has the join code, so its
+	// inputs reach the checks they must fail.
+	if status, body, err := post(ctx, cl, base+"/api/join", `{"code": "`+joinCode+`"}`); err != nil || status != http.StatusOK {
+		r.count("hostile could not join: " + reason(status, body))
 	}
 	for i := 0; jitter(ctx, 200*time.Millisecond); i++ {
 		a := attacks[i%len(attacks)]

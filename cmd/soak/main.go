@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log"
@@ -29,10 +30,15 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/benchdoc"
+	"github.com/limitlab/limitlab/internal/enginetest"
 )
 
-// presenterToken is the soak server's presenter token.
-const presenterToken = "soak-presenter-token-0123"
+// presenterToken is the soak server's presenter token, joinCode its
+// room's join code.
+const (
+	presenterToken = "soak-presenter-token-0123"
+	joinCode       = "soak-room"
+)
 
 func main() {
 	if err := run(); err != nil {
@@ -45,6 +51,7 @@ type config struct {
 	bin                            string
 	duration                       time.Duration
 	participants, scripts, viewers int
+	natted                         int
 	out                            string
 }
 
@@ -53,6 +60,7 @@ func run() error {
 	flag.StringVar(&c.bin, "bin", "bin/limitlab", "the server binary")
 	flag.DurationVar(&c.duration, "duration", 10*time.Minute, "how long to drive the room")
 	flag.IntVar(&c.participants, "participants", 50, "browser-like clients (cookies kept)")
+	flag.IntVar(&c.natted, "natted", 50, "participants behind one address, each with the join code")
 	flag.IntVar(&c.scripts, "scripts", 10, "scripts without cookies")
 	flag.IntVar(&c.viewers, "viewers", 200, "live viewers")
 	flag.StringVar(&c.out, "out", "", "write the report into this markdown file's soak section")
@@ -65,7 +73,16 @@ func run() error {
 		return err
 	}
 	defer srv.stop()
-	log.Printf("server %s (pid %d); driving the room for %s", srv.base, srv.cmd.Process.Pid, c.duration)
+	if err := os.MkdirAll(filepath.Join(srv.dir, "nginx"), 0o700); err != nil {
+		return err
+	}
+	proxy, err := enginetest.StartNginx(filepath.Join(srv.dir, "nginx"), freePort(), strings.TrimPrefix(srv.base, "http://"))
+	if err != nil {
+		return err
+	}
+	defer proxy.Stop()
+	proxied := "https://" + proxy.Addr
+	log.Printf("server %s (pid %d), behind nginx at %s; driving the room for %s", srv.base, srv.cmd.Process.Pid, proxied, c.duration)
 
 	r := newReport()
 	dctx, cancel := context.WithTimeout(ctx, c.duration)
@@ -83,7 +100,15 @@ func run() error {
 	}
 	cpu0 := srv.cpuSeconds()
 	start := time.Now()
-	spawn(c.participants, 1, func(ctx context.Context, cl *http.Client, i int) { participant(ctx, cl, srv.base, r) })
+	spawn(c.participants, 1, func(ctx context.Context, cl *http.Client, i int) { participant(ctx, cl, srv.base, r, "own address") })
+	// A room behind one NAT: one address, each participant with the code.
+	spawn(c.natted, 6, func(ctx context.Context, _ *http.Client, i int) {
+		participant(ctx, client("127.0.6.1", true), srv.base, r, "behind one address")
+	})
+	spawn(1, 7, func(ctx context.Context, cl *http.Client, i int) {
+		cl.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: proxy.Pool}
+		participant(ctx, cl, proxied, r, "through the proxy")
+	})
 	spawn(c.scripts, 2, func(ctx context.Context, cl *http.Client, i int) { script(ctx, cl, srv.base, r) })
 	spawn(1, 3, func(ctx context.Context, cl *http.Client, i int) { hostile(ctx, cl, srv.base, r) })
 	spawn(c.viewers, 4, func(ctx context.Context, cl *http.Client, i int) { viewer(ctx, cl, srv.base, r) })
@@ -124,7 +149,7 @@ func run() error {
 	text := r.markdown(c, elapsed, cpu, containers, volumes)
 	fmt.Println(text)
 	if c.out != "" {
-		if err := benchdoc.Replace(c.out, beginMark, endMark, "## A room for ten minutes (`make soak`)", text); err != nil {
+		if err := benchdoc.Replace(c.out, beginMark, endMark, "## A room for an hour (`make soak SOAK=60m`)", text); err != nil {
 			return err
 		}
 	}
@@ -155,20 +180,27 @@ type server struct {
 	err  error
 }
 
-func startServer(ctx context.Context, bin string) (*server, error) {
+// freePort is a loopback port nobody listens on now.
+func freePort() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return 0
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func startServer(ctx context.Context, bin string) (*server, error) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort())
 	dir, err := os.MkdirTemp("", "limitlab-soak")
 	if err != nil {
 		return nil, err
 	}
 	s := &server{base: "http://" + addr, dir: dir, done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-addr", addr, "-data", filepath.Join(dir, "data"))
-	s.cmd.Env = append(os.Environ(), "LIMITLAB_PRESENTER_TOKEN="+presenterToken)
+	// A room as the README's workshop runs it: a join code, the proxy in
+	// front trusted, the participants' quota of one run each.
+	s.cmd = exec.Command(bin, "-addr", addr, "-data", filepath.Join(dir, "data"), "-trusted-proxies", "127.0.0.1")
+	s.cmd.Env = append(os.Environ(), "LIMITLAB_PRESENTER_TOKEN="+presenterToken, "LIMITLAB_JOIN_CODE="+joinCode)
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ type report struct {
 	counts    map[string]int
 	latencies []float64
 	maxRSS    int64
+	minutes   []int64 // the highest RSS in each minute
+	start     time.Time
 	attacks   map[string]*attack
 }
 
@@ -25,7 +27,7 @@ type attack struct {
 }
 
 func newReport() *report {
-	return &report{counts: map[string]int{}, attacks: map[string]*attack{}}
+	return &report{counts: map[string]int{}, attacks: map[string]*attack{}, start: time.Now()}
 }
 
 func (r *report) count(what string) {
@@ -42,8 +44,28 @@ func (r *report) latency(ms float64) {
 
 func (r *report) rss(b int64) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.maxRSS = max(r.maxRSS, b)
-	r.mu.Unlock()
+	m := int(time.Since(r.start) / time.Minute)
+	for len(r.minutes) <= m {
+		r.minutes = append(r.minutes, 0)
+	}
+	r.minutes[m] = max(r.minutes[m], b)
+}
+
+// plateau compares the RSS at the window's middle with the highest after
+// it: a server whose memory follows what is live, not what has run, stays
+// near 1.
+func (r *report) plateau() (mid, after int64) {
+	n := len(r.minutes)
+	if n < 4 {
+		return 0, 0
+	}
+	mid = r.minutes[n/2-1]
+	for _, b := range r.minutes[n/2:] {
+		after = max(after, b)
+	}
+	return mid, after
 }
 
 func (r *report) hostile(name string, refused bool, took time.Duration) {
@@ -78,7 +100,11 @@ func (r *report) served(base string) {
 func (r *report) line() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return fmt.Sprintf("%d runs ended, %d viewer batches, RSS max %d MiB", r.ended(), len(r.latencies), r.maxRSS>>20)
+	cur := int64(0)
+	if n := len(r.minutes); n > 0 {
+		cur = r.minutes[n-1]
+	}
+	return fmt.Sprintf("%d runs ended, %d viewer batches, RSS %d MiB (max %d MiB)", r.ended(), len(r.latencies), cur>>20, r.maxRSS>>20)
 }
 
 func (r *report) ended() int {
@@ -104,13 +130,21 @@ func (r *report) markdown(c config, elapsed time.Duration, cpu float64, containe
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on this host: %d participants keeping cookies, %d scripts without them, one hostile client, %d viewers, the real server binary on loopback (`make soak`).\n\n",
-		time.Now().UTC().Format("2006-01-02"), c.participants, c.scripts, c.viewers)
+	fmt.Fprintf(&b, "Measured %s on this host: %d participants keeping cookies on addresses of their own, %d behind one address, one through nginx with TLS, all with the join code; %d scripts without cookies, one hostile client, %d viewers; the real server binary on loopback (`make soak SOAK=%s`).\n\n",
+		time.Now().UTC().Format("2006-01-02"), c.participants, c.natted, c.scripts, c.viewers, c.duration)
 	fmt.Fprintf(&b, "| figure | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| window | %s |\n", elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "| runs that ended (participants' runs followed to their end) | %d |\n", r.ended())
 	fmt.Fprintf(&b, "| server CPU | %.1f s (%.1f%% of one core) |\n", cpu, 100*cpu/elapsed.Seconds())
 	fmt.Fprintf(&b, "| server RSS, highest | %d MiB |\n", r.maxRSS>>20)
+	if mid, after := r.plateau(); mid > 0 {
+		fmt.Fprintf(&b, "| server RSS at the middle / highest after it | %d MiB / %d MiB (%.2f) |\n", mid>>20, after>>20, float64(after)/float64(mid))
+	}
+	mins := make([]string, len(r.minutes))
+	for i, m := range r.minutes {
+		mins[i] = fmt.Sprint(m >> 20)
+	}
+	fmt.Fprintf(&b, "| server RSS by minute, MiB | %s |\n", strings.Join(mins, ", "))
 	fmt.Fprintf(&b, "| viewer latency p50 / p99 (%d sample batches) | %.1f ms / %.1f ms |\n", len(r.latencies), percentile(r.latencies, 0.5), percentile(r.latencies, 0.99))
 	fmt.Fprintf(&b, "| containers / volumes left after SIGTERM | %d / %d |\n\n", containers, volumes)
 	keys := make([]string, 0, len(r.counts))

@@ -19,9 +19,18 @@ import (
 // that is its own CA, and its key; pool trusts it.
 func SelfSigned(t testing.TB, dir string) (cert, key string, pool *x509.CertPool) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, pool, err := WriteSelfSigned(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return cert, key, pool
+}
+
+// WriteSelfSigned is SelfSigned outside a test.
+func WriteSelfSigned(dir string) (cert, key string, pool *x509.CertPool, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "limitlab test"},
@@ -32,23 +41,23 @@ func SelfSigned(t testing.TB, dir string) (cert, key string, pool *x509.CertPool
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", nil, err
 	}
 	kder, err := x509.MarshalECPrivateKey(k)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", nil, err
 	}
 	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	for path, b := range map[string]*pem.Block{cert: {Type: "CERTIFICATE", Bytes: der}, key: {Type: "EC PRIVATE KEY", Bytes: kder}} {
 		if err := os.WriteFile(path, pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
+			return "", "", nil, err
 		}
 	}
 	parsed, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", nil, err
 	}
 	pool = x509.NewCertPool()
 	pool.AddCert(parsed)
-	return cert, key, pool
+	return cert, key, pool, nil
 }
