@@ -7,7 +7,7 @@ const error = document.getElementById("join-error");
 
 form.addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  const res = await send("/api/join", { body: { code: form.elements.code.value.trim() } });
+  const res = await send("/api/join", { body: { code: form.elements.code.value.trim(), name: form.elements.name.value } });
   if (res.ok) {
     form.remove();
     return;

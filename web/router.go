@@ -14,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -139,6 +140,7 @@ func NewRouter(d Deps) http.Handler {
 	// or the workshop.
 	r.Get("/api/runs/{id}/live", ls.live)
 	r.Get("/api/featured/live", ls.featuredLive)
+	r.Get("/api/presenter/room/live", ls.roomLive)
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
@@ -172,6 +174,8 @@ func NewRouter(d Deps) http.Handler {
 			r.With(h.presenterOnly).Post("/runs/{id}/feature", a.apiFeature)
 			r.With(h.presenterOnly).Post("/queue/clear", a.apiClearQueue)
 			r.With(h.presenterOnly).Get("/presenter/check", a.apiPresenterCheck)
+			r.With(h.presenterOnly).Get("/presenter/room", a.apiRoom)
+			r.With(h.presenterOnly).Get("/presenter/room.csv", a.apiRoomCSV)
 			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
 			})
@@ -194,6 +198,9 @@ type handlers struct {
 	joins     rateWindow
 	imports   rateWindow
 	viewers   viewerCount
+	// roomEnded are the room view's rows of ended runs, by run id.
+	roomMu    sync.Mutex
+	roomEnded map[string]RoomRow
 }
 
 type (

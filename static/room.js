@@ -1,0 +1,89 @@
+// The presenter's view of the room: every participant, their latest run
+// and the guided step each has reached, live over a websocket. A browser
+// cannot set a websocket's headers, so the token is its first message.
+const body = document.getElementById("room");
+const status = document.getElementById("room-status");
+const tokenInput = document.getElementById("token");
+let socket = null;
+let retry = null;
+
+function token() {
+  return tokenInput.value.trim() || sessionStorage.getItem("limitlab-presenter") || "";
+}
+
+function cell(text, testid) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (testid) td.dataset.testid = testid;
+  return td;
+}
+
+// stepText is a row's guided step in words: "2 of 4: <prompt>".
+function stepText(p) {
+  if (!p.steps) return "";
+  const all = p.steps_done === p.steps ? " (all done)" : "";
+  return `${p.step} of ${p.steps}${all}: ${p.step_prompt || ""}`;
+}
+
+// checkText says whether the reached step's check holds, with its value.
+function checkText(p) {
+  if (!p.steps) return "";
+  if (p.steps_done === p.steps) return "done";
+  return `${p.holds ? "holds" : "not yet"} ${p.value || ""}`.trim();
+}
+
+function row(p) {
+  const tr = document.createElement("tr");
+  tr.dataset.testid = "room-row";
+  tr.dataset.participant = p.label;
+  tr.dataset.step = p.step || 0;
+  tr.dataset.holds = p.holds ? "true" : "false";
+  const run = document.createElement("td");
+  if (p.run) {
+    const a = document.createElement("a");
+    a.href = `/runs/${p.run}`;
+    a.textContent = p.run_name || p.run;
+    run.appendChild(a);
+  }
+  const state = p.state === "queued" && p.queue_position ? `queued (${p.queue_position})` : p.state || "no run yet";
+  tr.append(cell(p.named ? p.label : `${p.label} (no name)`, "room-name"), cell(new Date(p.joined).toLocaleTimeString()), run,
+    cell(state, "room-state"), cell(stepText(p), "room-step"), cell(checkText(p), "room-check"));
+  return tr;
+}
+
+function connect() {
+  clearTimeout(retry);
+  if (socket) socket.close();
+  const t = token();
+  if (!t) return;
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/presenter/room/live`);
+  socket = ws;
+  ws.addEventListener("open", () => ws.send(t));
+  ws.addEventListener("message", (ev) => {
+    const { participants } = JSON.parse(ev.data);
+    status.textContent = `${participants.length} in the room.`;
+    body.replaceChildren(...participants.map(row));
+  });
+  ws.addEventListener("close", (ev) => {
+    if (socket !== ws) return;
+    status.textContent = ev.code === 1008 ? "The room view needs the presenter token." : "The room view lost its connection; reconnecting…";
+    if (ev.code !== 1008) retry = setTimeout(connect, 2000);
+  });
+}
+
+document.getElementById("token-form").addEventListener("submit", () => setTimeout(connect, 0));
+
+document.getElementById("room-csv").addEventListener("click", async () => {
+  const res = await fetch("/api/presenter/room.csv", { headers: { Authorization: `Bearer ${token()}` } });
+  if (!res.ok) {
+    status.textContent = `The room's CSV: ${res.status} ${res.statusText}`;
+    return;
+  }
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(await res.blob());
+  a.download = "limitlab-room.csv";
+  a.click();
+  URL.revokeObjectURL(a.href);
+});
+
+connect();
