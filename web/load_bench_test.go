@@ -234,3 +234,94 @@ func postJSONB(b *testing.B, url string) {
 	}
 	res.Body.Close()
 }
+
+// BenchmarkKeynote2000 is a keynote: 2,000 viewers of one run from one
+// address (a conference NAT), the caps raised to let them in, as
+// -max-viewers-per-run and -max-viewers-per-address would. One live run of
+// 12 lanes sampled every 500 ms; it measures the p50 and p99 delivery
+// latency from a sample's publication to each viewer, and the process's
+// CPU and heap per viewer (viewers and server share the process, so both
+// include the viewers' own reading).
+func BenchmarkKeynote2000(b *testing.B) {
+	const (
+		viewers = 2000
+		lanes   = 12
+		phase   = 10 * time.Second
+		rounds  = 3
+	)
+	for range b.N {
+		srv, _ := newServerWith(b, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = viewers, viewers },
+			func(o *workshop.Options) { o.Interval = 500 * time.Millisecond })
+		var ls []string
+		for i := range lanes {
+			ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
+		}
+		id := startRunB(b, srv.URL, `{"name": "keynote", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)
+		url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + id + "/live"
+		ctx, cancel := context.WithCancel(context.Background())
+		time.Sleep(5 * time.Second) // every lane started
+		c0 := cpuSeconds()
+		time.Sleep(phase / 2)
+		baseCPU := (cpuSeconds() - c0) / (phase / 2).Seconds()
+
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		vs := make([]*viewer, viewers)
+		var readers sync.WaitGroup
+		for i := range vs {
+			c, _, err := websocket.Dial(ctx, url, nil)
+			if err != nil {
+				b.Fatalf("viewer %d: %v", i+1, err)
+			}
+			c.SetReadLimit(1 << 20)
+			vs[i] = &viewer{}
+			readers.Add(1)
+			go func() { defer readers.Done(); vs[i].read(ctx, c) }()
+		}
+		time.Sleep(5 * time.Second) // histories sent
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		heapPerViewer := float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / viewers
+
+		var all, cpus []float64
+		for round := range rounds {
+			for _, v := range vs {
+				v.mu.Lock()
+				v.latencies, v.recording = nil, true
+				v.mu.Unlock()
+			}
+			c := cpuSeconds()
+			time.Sleep(phase)
+			cpus = append(cpus, (cpuSeconds()-c)/phase.Seconds())
+			var got []float64
+			for _, v := range vs {
+				v.mu.Lock()
+				v.recording = false
+				got = append(got, v.latencies...)
+				v.mu.Unlock()
+			}
+			all = append(all, got...)
+			b.Logf("round %d: %d deliveries, p50 %.2f ms, p99 %.2f ms", round+1, len(got), percentile(got, 0.5), percentile(got, 0.99))
+		}
+		dropped := 0
+		for _, v := range vs {
+			v.mu.Lock()
+			if v.err != nil {
+				dropped++
+			}
+			v.mu.Unlock()
+		}
+		cancel()
+		readers.Wait()
+		postJSONB(b, srv.URL+"/api/runs/"+id+"/stop")
+		cpu := percentile(cpus, 0.5)
+		b.ReportMetric(percentile(all, 0.5), "p50-ms")
+		b.ReportMetric(percentile(all, 0.99), "p99-ms")
+		b.ReportMetric(float64(dropped), "dropped")
+		b.ReportMetric((cpu-baseCPU)/viewers*1000, "cpu-ms/s/viewer")
+		b.ReportMetric(heapPerViewer/1024, "heap-KiB/viewer")
+		b.Logf("%d viewers from one address: %d deliveries; process CPU %.3f cores with them, %.3f without", viewers, len(all), cpu, baseCPU)
+	}
+}

@@ -119,7 +119,10 @@ func TestDisplayNames(t *testing.T) {
 // refused.
 func TestAKeynoteFromOneAddress(t *testing.T) {
 	const audience = 300
-	srv, m, fake := newFakeServer(t, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = audience, audience })
+	srv, m, fake := newFakeServer(t, func(d *Deps) {
+		withPresenter(d)
+		d.MaxViewersPerRun, d.MaxViewersPerAddress = audience, 2*audience
+	})
 	fake.Runtime = time.Minute
 	status, body := postWith(t, newJarClient(), srv.URL+"/api/runs", roomSpec)
 	if status != http.StatusCreated {
@@ -128,8 +131,12 @@ func TestAKeynoteFromOneAddress(t *testing.T) {
 	var created struct{ ID string }
 	_ = json.Unmarshal([]byte(body), &created)
 	defer func() { _ = m.Stop(created.ID) }()
+	if status, body := call(t, newJarClient(), "POST", srv.URL+"/api/runs/"+created.ID+"/feature", presenterToken); status != http.StatusOK {
+		t.Fatalf("featuring the run: %d %s", status, body)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The projector's page follows the featured stream to the run's own.
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + created.ID + "/live"
 	var conns []*websocket.Conn
 	defer func() {
@@ -154,5 +161,17 @@ func TestAKeynoteFromOneAddress(t *testing.T) {
 	_, res, err := websocket.Dial(ctx, url, nil)
 	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("viewer %d of a run capped at %d: %v %v", audience+1, audience, err, res)
+	}
+	// The featured stream's viewers are held to the same caps.
+	featured := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/featured/live"
+	for i := range audience {
+		c, _, err := websocket.Dial(ctx, featured, nil)
+		if err != nil {
+			t.Fatalf("projector %d of %d: %v", i+1, audience, err)
+		}
+		conns = append(conns, c)
+	}
+	if _, res, err := websocket.Dial(ctx, featured, nil); err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("projector %d of a stream capped at %d: %v %v", audience+1, audience, err, res)
 	}
 }

@@ -205,7 +205,19 @@ func (h api) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
 
 // featuredLive streams which run is featured: the current one on connect,
 // then each change, so /live follows the presenter without a reload.
+// featuredViewers is the key the featured stream's viewers are counted
+// under: no run id looks like it.
+const featuredViewers = "featured"
+
 func (h streams) featuredLive(w http.ResponseWriter, r *http.Request) {
+	// The projector's viewers are a run's viewers like any: the same
+	// caps, counted apart from the featured run's own page.
+	release, err := h.viewers.acquire(featuredViewers, h.countedAddress(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
+	if err != nil {
+		writeError(w, http.StatusTooManyRequests, "viewers", err.Error())
+		return
+	}
+	defer release()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
 	if err != nil {
 		return
