@@ -9,6 +9,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // limitsText writes a lane's limits in the CLI's flag names, compactly.
@@ -286,4 +287,30 @@ func noiseText(v runner.RunView) string {
 		b.WriteString(" Time the lanes' threads waited, runnable, for a CPU: " + strings.Join(waits, ", ") + ".")
 	}
 	return b.String()
+}
+
+// p999Text is a load lane's p99.9, or a dash for a record made before it
+// was kept.
+func p999Text(l *wire.Latency) string {
+	if l.Count == 0 {
+		return "—"
+	}
+	return f1(l.P999)
+}
+
+// loopText says where a load lane's latencies count from: in an open loop
+// from each request's due instant (corrected for coordinated omission,
+// with the requests the generator sent late); in a closed loop from when
+// it went, whose tail is not corrected.
+func loopText(l *wire.Latency) string {
+	switch l.Loop {
+	case wire.OpenLoop:
+		if l.Late > 0 {
+			return fmt.Sprintf("each request's due instant (open loop, corrected for coordinated omission); %d of %d sent over 1 ms late", l.Late, l.Count)
+		}
+		return "each request's due instant (open loop, corrected for coordinated omission)"
+	case wire.ClosedLoop:
+		return "when each request went (closed loop: a client waits for its answer, so the tail is not corrected for coordinated omission)"
+	}
+	return "—"
 }

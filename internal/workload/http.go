@@ -11,14 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // setGOMAXPROCS applies the http workload's gomaxprocs setting: "auto"
@@ -117,43 +114,6 @@ func httpWork(port, workUS, allocKB int, seconds float64, c *counter) (string, e
 	return fmt.Sprintf("served with GOMAXPROCS=%d", runtime.GOMAXPROCS(0)), nil
 }
 
-// summarize gives the percentiles of latencies (sorted in place).
-func summarize(ms []float64) *wire.Latency {
-	if len(ms) == 0 {
-		return nil
-	}
-	slices.Sort(ms)
-	at := func(p float64) float64 { return ms[min(len(ms)-1, int(p*float64(len(ms))))] }
-	return &wire.Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms[len(ms)-1]}
-}
-
-// loadStats collects the load generator's results; the reporter takes an
-// interval's latencies with take.
-type loadStats struct {
-	mu       sync.Mutex
-	all      []float64
-	interval []float64
-	failures atomic.Int64
-}
-
-func (s *loadStats) record(ms float64, ok bool) {
-	if !ok {
-		s.failures.Add(1)
-	}
-	s.mu.Lock()
-	s.all = append(s.all, ms)
-	s.interval = append(s.interval, ms)
-	s.mu.Unlock()
-}
-
-func (s *loadStats) take() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.interval
-	s.interval = nil
-	return out
-}
-
 // waitReady polls target until it answers, so that a service's start-up
 // is not counted as failed requests.
 func waitReady(client *http.Client, target string, within time.Duration) error {
@@ -201,7 +161,7 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 		}
-		s.record(float64(time.Since(due).Microseconds())/1000, ok)
+		s.record(time.Since(due), ok)
 		c.add(1)
 	}
 	var issued atomic.Int64
@@ -216,6 +176,7 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 				break
 			}
 			time.Sleep(time.Until(due))
+			s.sent(time.Since(due))
 			wg.Add(1)
 			go func() { defer wg.Done(); one(due) }()
 			issued.Add(1)
@@ -232,8 +193,12 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 		}
 	}
 	wg.Wait()
-	if len(s.all) == 0 {
+	n := s.count()
+	if n == 0 {
 		return "", errors.New("no request completed")
 	}
-	return fmt.Sprintf("%d requests, %d failed", len(s.all), s.failures.Load()), nil
+	if rate > 0 {
+		return fmt.Sprintf("%d requests, %d failed, %d sent late", n, s.failures.Load(), s.late.Load()), nil
+	}
+	return fmt.Sprintf("%d requests, %d failed", n, s.failures.Load()), nil
 }

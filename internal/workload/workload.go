@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return errors.New("load needs -target and -requests or -seconds")
 		}
 		unit = "requests"
-		load = &loadStats{}
+		load = newLoadStats(*rps > 0)
 		work = func(c *counter) (string, error) {
 			return loadWork(*target, *requests, *concurrency, *burst, *rps, *seconds, load, c)
 		}
@@ -190,7 +190,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				}
 				if load != nil {
 					p.Failures = load.failures.Load()
-					p.Latency = summarize(load.take())
+					p.Latency = load.take()
 				}
 				if ops != nil {
 					n := ops.get()
@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if load != nil {
 		sum.Failures = load.failures.Load()
-		sum.Latency = summarize(load.all)
+		sum.Latency = load.total()
 	}
 	if ops != nil {
 		sum.Ops = ops.get()

@@ -50,10 +50,31 @@ type Line struct {
 	BeganAt    int64   `json:"began_at"`
 }
 
-// Latency is a latency summary in milliseconds.
+// Latency is a latency summary in milliseconds, as load testers report
+// it: percentiles of an HDR histogram over Count requests.
 type Latency struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9,omitempty"`
+	Max  float64 `json:"max"`
+	// Count is how many requests completed (0 in records made before it
+	// was kept).
+	Count int64 `json:"count,omitempty"`
+	// Loop is how the requests were sent: OpenLoop (at a rate, each
+	// latency counted from the instant the request was due, so that a
+	// stalled service's queue shows: corrected for coordinated omission)
+	// or ClosedLoop (each client waits for its answer before the next,
+	// which under-reports the tail). "" in records made before it was
+	// kept.
+	Loop string `json:"loop,omitempty"`
+	// Late is how many requests of an open loop went out more than a
+	// millisecond after they were due: the generator fell behind.
+	Late int64 `json:"late,omitempty"`
 }
+
+// The loops of Latency.Loop.
+const (
+	OpenLoop   = "open"
+	ClosedLoop = "closed"
+)
