@@ -40,7 +40,9 @@ func (t FindTarget) Meets(r ProbeRun) bool {
 // Check says what is wrong with a target, naming the field.
 func (t FindTarget) Check() Errors {
 	var errs Errors
-	bad := func(field, msg string) { errs = append(errs, FieldError{Lane: -1, Field: "target." + field, Message: msg}) }
+	bad := func(field, msg string) {
+		errs = append(errs, FieldError{Lane: -1, Field: "target." + field, Message: msg})
+	}
 	if !(t.P99Ms > 0 && t.P99Ms <= 60000) {
 		bad("p99_ms", "want a p99 in milliseconds, above 0 and at most 60000")
 	}
