@@ -127,3 +127,57 @@ func TestBisectionRefusesBadBounds(t *testing.T) {
 		t.Errorf("target errors %+v", errs)
 	}
 }
+
+func TestFindSpecChecksAndProbes(t *testing.T) {
+	good := `{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"}, "load": {"rate": 150, "seconds": 8},
+	  "target": {"p99_ms": 50, "errors_pct": 1}, "search": {"limit": "cpus", "min": "0.2", "max": "1.4", "resolution": "0.2"}}`
+	fs, errs := ParseFind([]byte(good))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	b, errs := fs.Check()
+	if errs != nil || b.Repeats != DefaultRepeats || b.Min != 0.2 || b.Max != 1.4 {
+		t.Fatalf("%+v %v", b, errs)
+	}
+	if need := fs.ServiceNeeds(); math.Abs(need-0.6) > 1e-9 {
+		t.Errorf("the model says the service needs %.2f cores, want rate × work, 0.6", need)
+	}
+	probe := fs.ProbeSpec(0.6)
+	if len(probe.Lanes) != 2 || probe.Lanes[0].Limits.CPUs != "0.6" || probe.Lanes[1].Workload.Target != ProbeService ||
+		probe.Lanes[1].Workload.Rate != 150 || probe.Mode != Sequential || !strings.Contains(probe.Name, "cpus 0.6") {
+		t.Errorf("probe spec %+v", probe)
+	}
+	rec := fs.Recommend(b, Answer{Found: true, Limit: 0.8})
+	if rec == nil || rec.Request != "0.8" || rec.Limit != "1" || !strings.Contains(rec.WhyLimit, "25%") {
+		t.Errorf("recommendation %+v, want a request of 0.8 and a limit of 1 (0.8 + 25%% in 0.2 steps)", rec)
+	}
+
+	mem := strings.Replace(good, `"limit": "cpus", "min": "0.2", "max": "1.4", "resolution": "0.2"`, `"limit": "memory", "min": "32m", "max": "256m", "resolution": "16m"`, 1)
+	fs, _ = ParseFind([]byte(mem))
+	if b, errs := fs.Check(); errs != nil || b.Min != 32 || b.Max != 256 || fs.ProbeSpec(48).Lanes[0].Limits.Memory != "48m" {
+		t.Errorf("a memory search: %+v %v", b, errs)
+	}
+
+	for _, c := range []struct{ body, field string }{
+		{strings.Replace(good, `"kind": "http"`, `"kind": "spin"`, 1), "service.kind"},
+		{strings.Replace(good, `"rate": 150`, `"rate": 150, "concurrency": 4`, 1), "load"},
+		{strings.Replace(good, `"seconds": 8`, `"seconds": 600`, 1), "load.seconds"},
+		{strings.Replace(good, `"p99_ms": 50`, `"p99_ms": 0`, 1), "target.p99_ms"},
+		{strings.Replace(good, `"limit": "cpus"`, `"limit": "pids"`, 1), "search.limit"},
+		{strings.Replace(good, `"max": "1.4"`, `"max": "lots"`, 1), "search.max"},
+		{strings.Replace(good, `"max": "1.4"`, `"max": "0.1"`, 1), "search.max"},
+		{strings.Replace(good, `"resolution": "0.2"`, `"resolution": "0.0001"`, 1), "search.resolution"},
+		{strings.Replace(good, `"limit": "cpus"`, `"limit": "cpus", "repeats": 99`, 1), "search.repeats"},
+	} {
+		fs, errs := ParseFind([]byte(c.body))
+		if errs == nil {
+			_, errs = fs.Check()
+		}
+		if len(errs) == 0 || errs[0].Field != c.field {
+			t.Errorf("%s: errors %+v, want one naming %s", c.body, errs, c.field)
+		}
+	}
+	if _, errs := ParseFind([]byte(`{"Service": {}}`)); errs == nil {
+		t.Error("a key in the wrong case was taken")
+	}
+}

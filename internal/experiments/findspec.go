@@ -1,0 +1,234 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/docker/go-units"
+)
+
+// FindSpec asks for the smallest limit at which a service meets a target
+// under a load: Limit Lab runs the service under one limit after another
+// (probes), each a run of its own in the queue, bisecting the search's
+// range until the answer is within its resolution.
+type FindSpec struct {
+	Name string `json:"name,omitempty"`
+	// Service is the built-in http service: its work_us, alloc_kb and
+	// gomaxprocs.
+	Service Workload   `json:"service"`
+	Load    FindLoad   `json:"load"`
+	Target  FindTarget `json:"target"`
+	Search  FindSearch `json:"search"`
+}
+
+// FindLoad is each probe's load: an open loop at Rate requests a second,
+// or a closed one of Concurrency clients, for Seconds.
+type FindLoad struct {
+	Rate        float64 `json:"rate,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// FindSearch is the limit searched and its range: "cpus" (cores) or
+// "memory" (a size, as --memory takes it), from Min to Max at Resolution,
+// each limit run at most Repeats times.
+type FindSearch struct {
+	Limit      string `json:"limit"`
+	Min        Value  `json:"min"`
+	Max        Value  `json:"max"`
+	Resolution Value  `json:"resolution"`
+	Repeats    int    `json:"repeats,omitempty"`
+}
+
+// The limits a search may take, and its bounds.
+const (
+	FindCPUs       = "cpus"
+	FindMemory     = "memory"
+	DefaultRepeats = 3
+	// MaxProbes bounds a search's runs, whatever its range: with the
+	// queue's and the participant's quotas, it bounds its time.
+	MaxProbes = 40
+)
+
+// ParseFind decodes a search, its keys exact.
+func ParseFind(data []byte) (FindSpec, Errors) {
+	var fs FindSpec
+	if err := strictDecode(data, &fs); err != nil {
+		return fs, Errors{{Lane: -1, Field: jsonField(err, "find"), Message: jsonMessage(err)}}
+	}
+	return fs, nil
+}
+
+// Range is a search's grid in its own unit (cores, or MiB for memory),
+// checked; errors name the field.
+func (fs FindSpec) Range() (min, max, resolution float64, errs Errors) {
+	bad := func(field, msg string) {
+		errs = append(errs, FieldError{Lane: -1, Field: "search." + field, Message: msg})
+	}
+	parse := func(field string, v Value) float64 {
+		s := strings.TrimSpace(string(v))
+		var x float64
+		var err error
+		switch fs.Search.Limit {
+		case FindCPUs:
+			x, err = strconv.ParseFloat(s, 64)
+			if err == nil && (math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1024) {
+				err = fmt.Errorf("out of range")
+			}
+			if err != nil {
+				bad(field, fmt.Sprintf("want a number of CPUs above 0, such as 0.5, got %q", s))
+			}
+		case FindMemory:
+			var n int64
+			n, err = units.RAMInBytes(s)
+			if err != nil || n < 6<<20 || n > 1<<40 {
+				bad(field, fmt.Sprintf("want a size from 6m to 1t, such as 128m, got %q", s))
+				return 0
+			}
+			x = float64(n) / (1 << 20)
+		}
+		return x
+	}
+	switch fs.Search.Limit {
+	case FindCPUs, FindMemory:
+	default:
+		bad("limit", fmt.Sprintf("want %q or %q, got %q", FindCPUs, FindMemory, fs.Search.Limit))
+		return 0, 0, 0, errs
+	}
+	min, max, resolution = parse("min", fs.Search.Min), parse("max", fs.Search.Max), parse("resolution", fs.Search.Resolution)
+	if errs != nil {
+		return 0, 0, 0, errs
+	}
+	if max <= min {
+		bad("max", "want a maximum above the minimum")
+	} else if resolution > max-min {
+		bad("resolution", "want a resolution at most the range from min to max")
+	} else if (max-min)/resolution > 1000 {
+		bad("resolution", "more than 1000 steps from min to max: take a coarser resolution")
+	}
+	return min, max, resolution, errs
+}
+
+// Check checks a search's own fields; the probes' specs are checked
+// against the engine as every run's is. Errors name the field.
+func (fs FindSpec) Check() (*Bisection, Errors) {
+	var errs Errors
+	bad := func(field, msg string) { errs = append(errs, FieldError{Lane: -1, Field: field, Message: msg}) }
+	if fs.Service.Kind != KindHTTP {
+		bad("service.kind", fmt.Sprintf("a search runs the built-in %q service, got %q", KindHTTP, fs.Service.Kind))
+	}
+	l := fs.Load
+	switch {
+	case (l.Rate > 0) == (l.Concurrency > 0):
+		bad("load", "give either a rate (an open loop, requests a second) or a concurrency (a closed loop)")
+	case l.Rate < 0 || l.Rate > 10000 || math.IsNaN(l.Rate):
+		bad("load.rate", "want from 1 to 10000 requests a second")
+	case l.Concurrency < 0 || l.Concurrency > 256:
+		bad("load.concurrency", "want from 1 to 256 clients")
+	}
+	if !(l.Seconds >= 2 && l.Seconds <= 60) {
+		bad("load.seconds", "want from 2 to 60 seconds of load a probe")
+	}
+	errs = append(errs, fs.Target.Check()...)
+	repeats := fs.Search.Repeats
+	if repeats == 0 {
+		repeats = DefaultRepeats
+	}
+	if repeats < 1 || repeats > MaxRepeat {
+		bad("search.repeats", fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat))
+	}
+	min, max, res, rerrs := fs.Range()
+	errs = append(errs, rerrs...)
+	if errs != nil {
+		return nil, errs
+	}
+	b, err := NewBisection(min, max, res, repeats, fs.Target)
+	if err != nil {
+		return nil, Errors{{Lane: -1, Field: "search", Message: err.Error()}}
+	}
+	return b, nil
+}
+
+// ProbeService and ProbeLoad are the names of a probe's two lanes.
+const (
+	ProbeService = "service"
+	ProbeLoad    = "load"
+)
+
+// ProbeSpec is the run of one probe: the service under the limit, and its
+// load.
+func (fs FindSpec) ProbeSpec(limit float64) Spec {
+	svc := Lane{Name: ProbeService, Workload: fs.Service}
+	switch fs.Search.Limit {
+	case FindCPUs:
+		svc.Limits.CPUs = Value(strconv.FormatFloat(limit, 'f', -1, 64))
+	case FindMemory:
+		svc.Limits.Memory = Value(strconv.FormatInt(int64(math.Round(limit)), 10) + "m")
+	}
+	load := Lane{Name: ProbeLoad, Workload: Workload{Kind: KindLoad, Target: ProbeService,
+		Rate: fs.Load.Rate, Concurrency: fs.Load.Concurrency, Seconds: fs.Load.Seconds}}
+	name := fs.Name
+	if name == "" {
+		name = "find the limit"
+	}
+	return Spec{Name: fmt.Sprintf("%s: %s %s", name, fs.Search.Limit, LimitText(fs.Search.Limit, limit)), Mode: Sequential,
+		Duration: strconv.Itoa(int(fs.Load.Seconds)+40) + "s", Lanes: []Lane{svc, load}}
+}
+
+// LimitText is a searched limit in the docker CLI's words: 0.65 (CPUs),
+// 96m.
+func LimitText(limit string, v float64) string {
+	if limit == FindMemory {
+		return strconv.FormatInt(int64(math.Round(v)), 10) + "m"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// ServiceNeeds is what the allotment model says a service needs under an
+// open loop: rate × CPU per request, in cores (0 for a closed loop, which
+// sends no faster than it is served). Below it the service cannot keep up
+// and its queue, and so its p99, grows without bound; the answer lies
+// above it by the headroom its tail needs.
+func (fs FindSpec) ServiceNeeds() float64 {
+	if fs.Load.Rate <= 0 || fs.Service.WorkUS <= 0 {
+		return 0
+	}
+	return fs.Load.Rate * float64(fs.Service.WorkUS) / 1e6
+}
+
+// Headroom is the share a recommended limit leaves above the smallest
+// limit that met the target.
+const Headroom = 0.25
+
+// Recommendation is what a search suggests setting, and why.
+type Recommendation struct {
+	Request    string `json:"request"`
+	Limit      string `json:"limit"`
+	WhyRequest string `json:"why_request"`
+	WhyLimit   string `json:"why_limit"`
+}
+
+// Recommend turns a search's answer into a request and a limit: the
+// request is the smallest limit that met the target, the limit that with
+// Headroom, rounded up to the search's resolution and kept within its
+// maximum.
+func (fs FindSpec) Recommend(b *Bisection, a Answer) *Recommendation {
+	if !a.Found {
+		return nil
+	}
+	steps := math.Ceil(a.Limit * Headroom / b.Resolution)
+	limit := math.Min(b.Max, a.Limit+steps*b.Resolution)
+	limit = math.Round(limit*1e6) / 1e6
+	unit := fs.Search.Limit
+	r := &Recommendation{Request: LimitText(unit, a.Limit), Limit: LimitText(unit, limit)}
+	r.WhyRequest = fmt.Sprintf("%s %s is the smallest %s at which the service met its target here: a request of it keeps that much for the service under contention.",
+		unit, r.Request, unit)
+	r.WhyLimit = fmt.Sprintf("%s %s leaves %.0f%% above it, rounded up to the search's resolution, for a noisier host, a burst, or a slower node than this one.",
+		unit, r.Limit, 100*Headroom)
+	if limit >= b.Max && a.Limit < b.Max {
+		r.WhyLimit += " It is the search's maximum: the headroom was cut there."
+	}
+	return r
+}
