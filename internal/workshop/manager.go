@@ -52,6 +52,9 @@ type Options struct {
 	// CacheBytes bounds the ended runs' streams kept in memory for their
 	// viewers (DefaultCacheBytes if zero).
 	CacheBytes int64
+	// QuotaRetry is how often a search submits again a probe that a
+	// quota refused (DefaultQuotaRetry if zero).
+	QuotaRetry time.Duration
 	// Pool, when set, are the engines runs are placed on, one run per
 	// engine at a time; the engine NewManager is given is then unused, and
 	// Image and Host are only the defaults of a pool none of whose
@@ -121,6 +124,7 @@ type Manager struct {
 	running map[*entry]bool
 
 	archive  *Archive
+	finder   *Finder
 	featured *Featured
 }
 
@@ -157,6 +161,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
 		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
+	m.finder = newFinder(m)
 	m.archive = &Archive{st: opts.Store, log: opts.Log, cache: newStreamCache(opts.CacheBytes), live: func(id string) (*runner.Run, bool) {
 		e, ok := m.live(id)
 		if !ok {
@@ -190,6 +195,9 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 
 // Archive is the history: export, import and CSV of any run.
 func (m *Manager) Archive() *Archive { return m.archive }
+
+// Finder runs the limit searches, whose probes are this manager's runs.
+func (m *Manager) Finder() *Finder { return m.finder }
 
 // Featured is the run the presenter features for the room.
 func (m *Manager) Featured() *Featured { return m.featured }
@@ -275,7 +283,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.cancel()
 	m.ClearQueue("the server shut down before this run started")
 	waited := make(chan struct{})
-	go func() { m.wg.Wait(); close(waited) }()
+	go func() { m.wg.Wait(); m.finder.wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-ctx.Done():

@@ -29,6 +29,10 @@ import (
 type Engine struct {
 	// Runtime is how long a container runs unless killed (1 s if zero).
 	Runtime time.Duration
+	// Summarize, if set, gives the summary a container prints as it exits
+	// cleanly, from the containers of its run (a test's service and its
+	// load, whose latency follows the service's limit).
+	Summarize func(c Container, run []Container) wire.Summary
 	// CreateGate, if set, holds every ContainerCreate until it receives
 	// (or is closed): a create the engine is slow to finish.
 	CreateGate chan struct{}
@@ -44,6 +48,14 @@ type Engine struct {
 	waiting    int
 	infoDelay  time.Duration
 	infoErr    error
+}
+
+// Container is what Summarize is told of a container: its name, labels
+// and the resources it was created with.
+type Container struct {
+	Name      string
+	Labels    map[string]string
+	Resources container.Resources
 }
 
 type fakeContainer struct {
@@ -207,24 +219,34 @@ func (e *Engine) ContainerStart(_ context.Context, id string, _ client.Container
 	e.mu.Lock()
 	c.running, c.started = true, time.Now()
 	e.mu.Unlock()
-	time.AfterFunc(runtime, func() { c.exit(&e.mu, 0) })
+	time.AfterFunc(runtime, func() { c.exit(e, 0) })
 	return client.ContainerStartResult{}, nil
 }
 
 // exit ends a running container with code; a clean exit prints the
 // workload's summary first.
-// exit ends a running container with code; mu is the engine's.
-func (c *fakeContainer) exit(mu *sync.Mutex, code int) {
-	mu.Lock()
+func (c *fakeContainer) exit(e *Engine, code int) {
+	e.mu.Lock()
 	if !c.running {
-		mu.Unlock()
+		e.mu.Unlock()
 		return
 	}
 	c.running, c.finished, c.exitCode = false, time.Now(), code
 	wall := c.finished.Sub(c.started).Seconds()
-	mu.Unlock()
+	sum := wire.Summary{Final: true, WallS: wall, UserS: wall / 2, Done: 1, Throughput: 1 / wall}
+	if e.Summarize != nil {
+		var run []Container
+		for _, o := range e.containers {
+			if o.labels[engine.LabelRun] == c.labels[engine.LabelRun] {
+				run = append(run, Container{Name: o.name, Labels: o.labels, Resources: o.resources})
+			}
+		}
+		sum = e.Summarize(Container{Name: c.name, Labels: c.labels, Resources: c.resources}, run)
+		sum.Final, sum.WallS = true, wall
+	}
+	e.mu.Unlock()
 	if code == 0 {
-		line, _ := json.Marshal(wire.Summary{Final: true, WallS: wall, UserS: wall / 2, Done: 1, Throughput: 1 / wall})
+		line, _ := json.Marshal(sum)
 		frame(c.logs, append(line, '\n'))
 	}
 	_ = c.logs.Close()
@@ -296,7 +318,7 @@ func (e *Engine) ContainerKill(_ context.Context, id string, opts client.Contain
 	if opts.Signal == "TERM" {
 		code = 0 // the workload prints its summary and exits cleanly
 	}
-	c.exit(&e.mu, code)
+	c.exit(e, code)
 	return client.ContainerKillResult{}, nil
 }
 
@@ -305,7 +327,7 @@ func (e *Engine) ContainerRemove(_ context.Context, id string, _ client.Containe
 	if err != nil {
 		return client.ContainerRemoveResult{}, err
 	}
-	c.exit(&e.mu, 137)
+	c.exit(e, 137)
 	e.mu.Lock()
 	delete(e.containers, id)
 	e.mu.Unlock()

@@ -1,0 +1,304 @@
+package workshop
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// MaxSearches is how many searches the finder keeps in memory, running or
+// ended; their probes are runs, kept in the store like any.
+const MaxSearches = 200
+
+// DefaultQuotaRetry is how often a probe that a quota refused is submitted
+// again: the participant's own run, or the queue, is in its way.
+const DefaultQuotaRetry = 2 * time.Second
+
+// Finder runs limit searches: each probe is a run of its own, submitted
+// to the fair queue as the participant's, and the next limit is chosen
+// from the probes that ended.
+type Finder struct {
+	m   *Manager
+	log *slog.Logger
+	wg  sync.WaitGroup
+
+	mu       sync.Mutex
+	searches map[string]*Search
+	order    []*Search
+}
+
+func newFinder(m *Manager) *Finder {
+	return &Finder{m: m, log: m.log, searches: map[string]*Search{}}
+}
+
+// Search is one limit search.
+type Search struct {
+	id, participant, address string
+	spec                     experiments.FindSpec
+	created                  time.Time
+	stop                     context.CancelFunc
+
+	mu      sync.Mutex
+	b       *experiments.Bisection
+	probes  []ProbeView
+	state   string
+	err     string
+	current string // the probe run under way
+	ended   time.Time
+}
+
+// The states of a search.
+const (
+	SearchRunning = "running"
+	SearchDone    = "done"
+	SearchFailed  = "failed"
+	SearchStopped = "stopped"
+)
+
+// ProbeView is one probe: a limit, its run and what it measured.
+type ProbeView struct {
+	Step   int                   `json:"step"`
+	Limit  float64               `json:"limit"`
+	Text   string                `json:"limit_text"`
+	Run    string                `json:"run"`
+	State  string                `json:"state"`
+	Result *experiments.ProbeRun `json:"result,omitempty"`
+	Meets  *bool                 `json:"meets,omitempty"`
+}
+
+// SearchView is a search as the page and the API show it.
+type SearchView struct {
+	ID      string               `json:"id"`
+	Name    string               `json:"name"`
+	State   string               `json:"state"`
+	Error   string               `json:"error,omitempty"`
+	Spec    experiments.FindSpec `json:"spec"`
+	Created time.Time            `json:"created_at"`
+	Min     float64              `json:"min"`
+	Max     float64              `json:"max"`
+	Step    float64              `json:"resolution"`
+	// Needs is the model's floor for an open loop (rate × work, cores).
+	Needs     float64                     `json:"model_needs_cores,omitempty"`
+	Probes    []ProbeView                 `json:"probes"`
+	Answer    *experiments.Answer         `json:"answer,omitempty"`
+	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
+	// GridRuns is how many runs a sweep of every limit once would take.
+	GridRuns int `json:"grid_runs"`
+}
+
+// Start checks a search and starts it; its first probe is checked
+// against the engine before anything runs, so that a spec the engine
+// cannot run is refused at once with its fields named.
+func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, experiments.Errors) {
+	b, errs := spec.Check()
+	if errs != nil {
+		return nil, errs
+	}
+	if _, errs := f.m.Validate(spec.ProbeSpec(b.Max)); errs != nil {
+		return nil, errs
+	}
+	ctx, cancel := context.WithCancel(f.m.ctx)
+	s := &Search{id: newID(), participant: participant, address: address, spec: spec, created: time.Now(), stop: cancel,
+		b: b, state: SearchRunning}
+	f.mu.Lock()
+	f.searches[s.id] = s
+	f.order = append(f.order, s)
+	for len(f.order) > MaxSearches && f.order[0].ended != (time.Time{}) {
+		delete(f.searches, f.order[0].id)
+		f.order = f.order[1:]
+	}
+	f.mu.Unlock()
+	f.wg.Add(1)
+	// Lives until the search ends, is stopped, or the server shuts down.
+	go func() {
+		defer f.wg.Done()
+		defer cancel()
+		f.run(ctx, s)
+	}()
+	return s, nil
+}
+
+// ID is the search's id.
+func (s *Search) ID() string { return s.id }
+
+// run probes limit after limit until the bisection has its answer.
+func (f *Finder) run(ctx context.Context, s *Search) {
+	for {
+		s.mu.Lock()
+		step, done := s.b.Next()
+		n := len(s.probes)
+		s.mu.Unlock()
+		if done {
+			s.end(SearchDone, "")
+			return
+		}
+		if n >= experiments.MaxProbes {
+			s.end(SearchFailed, fmt.Sprintf("no answer within %d probes", experiments.MaxProbes))
+			return
+		}
+		if err := f.probe(ctx, s, step); err != nil {
+			state := SearchFailed
+			if ctx.Err() != nil {
+				state = SearchStopped
+			}
+			s.end(state, err.Error())
+			return
+		}
+	}
+}
+
+// probe runs the search's service under step's limit, once, to its end.
+func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
+	limit := s.b.Limit(step)
+	spec := s.spec.ProbeSpec(limit)
+	plan, errs := f.m.Validate(spec)
+	if errs != nil {
+		return fmt.Errorf("the probe at %s %s: %v", s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), errs)
+	}
+	var run *runner.Run
+	for {
+		r, err := f.m.SubmitFrom(spec, plan, s.participant, s.address)
+		var quota *QuotaError
+		switch {
+		case err == nil:
+			run = r
+		case errors.As(err, &quota):
+			// The participant's own runs, or a full queue: wait a turn.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(cmp.Or(f.m.opts.QuotaRetry, DefaultQuotaRetry)):
+				continue
+			}
+		default:
+			return err
+		}
+		break
+	}
+	pv := ProbeView{Step: step, Limit: limit, Text: experiments.LimitText(s.spec.Search.Limit, limit), Run: run.ID(), State: string(runner.StateQueued)}
+	s.mu.Lock()
+	s.probes = append(s.probes, pv)
+	k := len(s.probes) - 1
+	s.current = run.ID()
+	s.mu.Unlock()
+	select {
+	case <-run.Done():
+	case <-ctx.Done():
+		_ = f.m.Stop(run.ID())
+		<-run.Done()
+		return ctx.Err()
+	}
+	v := run.View()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = ""
+	s.probes[k].State = string(v.State)
+	if v.State != runner.StateDone {
+		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, pv.Text, v.State, v.Error)
+	}
+	r, err := probeResult(v, f.m.Host().NCPU)
+	if err != nil {
+		return err
+	}
+	meets := s.spec.Target.Meets(r)
+	s.probes[k].Result, s.probes[k].Meets = &r, &meets
+	s.b.Record(step, r)
+	return nil
+}
+
+// probeResult reads what a probe run measured: the load's p99 and failed
+// share, and the service's share of its CPUs' time throttled while the
+// load ran.
+func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
+	r := experiments.ProbeRun{Run: v.ID}
+	var svc, load *runner.LaneResult
+	for i := range v.Lanes {
+		switch v.Lanes[i].Name {
+		case experiments.ProbeService:
+			svc = &v.Lanes[i]
+		case experiments.ProbeLoad:
+			load = &v.Lanes[i]
+		}
+	}
+	if svc == nil || load == nil || load.LatencyMs == nil || load.Requests == 0 {
+		return r, fmt.Errorf("the probe run %s measured no latency", v.ID)
+	}
+	r.P99Ms = load.LatencyMs.P99
+	r.ErrorsPct = 100 * float64(load.Failures) / float64(load.Requests)
+	if threads := experiments.GoThreads(svc.Workload, svc.CPULimit, ncpu); threads > 0 && load.WallSeconds > 0 {
+		r.Throttled = svc.ThrottledSeconds / (float64(threads) * load.WallSeconds)
+	}
+	return r, nil
+}
+
+func (s *Search) end(state, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.err, s.ended = state, why, time.Now()
+}
+
+// Stop stops a search and its probe under way.
+func (f *Finder) Stop(id string) error {
+	f.mu.Lock()
+	s, ok := f.searches[id]
+	f.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w %q", ErrNoRun, id)
+	}
+	s.stop()
+	return nil
+}
+
+// Owner is a running search's participant.
+func (f *Finder) Owner(id string) (string, bool) {
+	f.mu.Lock()
+	s, ok := f.searches[id]
+	f.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.participant, s.state == SearchRunning
+}
+
+// View is a search as it stands.
+func (f *Finder) View(id string) (SearchView, bool) {
+	f.mu.Lock()
+	s, ok := f.searches[id]
+	f.mu.Unlock()
+	if !ok {
+		return SearchView{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := SearchView{ID: s.id, Name: s.spec.Name, State: s.state, Error: s.err, Spec: s.spec, Created: s.created,
+		Min: s.b.Min, Max: s.b.Max, Step: s.b.Resolution, Needs: s.spec.ServiceNeeds(), Probes: append([]ProbeView{}, s.probes...)}
+	if v.Name == "" {
+		v.Name = "find the limit"
+	}
+	if s.current != "" {
+		if rv, ok := f.m.Archive().View(s.current); ok {
+			v.Probes[len(v.Probes)-1].State = string(rv.State)
+		}
+	}
+	for i := 0; s.b.Limit(i) < s.b.Max; i++ {
+		v.GridRuns++
+	}
+	v.GridRuns++
+	if s.state == SearchDone {
+		a := s.b.Answer()
+		v.Answer, v.Recommend = &a, s.spec.Recommend(s.b, a)
+	}
+	return v, true
+}
+
+// wait waits for every search's goroutine: Shutdown's.
+func (f *Finder) wait() { f.wg.Wait() }

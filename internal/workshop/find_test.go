@@ -1,0 +1,136 @@
+package workshop_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// syntheticService makes the fake engine's load lanes report the p99 of a
+// service that needs 0.6 cores: its tail grows as its --cpus nears that.
+func syntheticService(fake *enginefake.Engine) {
+	fake.Summarize = func(c enginefake.Container, run []enginefake.Container) wire.Summary {
+		if c.Labels[engine.LabelLane] != "1" {
+			return wire.Summary{Done: 1}
+		}
+		cpus := 0.0
+		for _, o := range run {
+			if o.Labels[engine.LabelLane] == "0" {
+				cpus = float64(o.Resources.NanoCPUs) / 1e9
+			}
+		}
+		p99 := 500.0
+		if cpus > 0.6 {
+			p99 = math.Min(500, 4+2/(cpus-0.6))
+		}
+		return wire.Summary{Done: 100, Latency: &wire.Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, Max: p99, Count: 100, Loop: wire.OpenLoop}}
+	}
+}
+
+const searchSpec = `{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"}, "load": {"rate": 150, "seconds": 8},
+  "target": {"p99_ms": 50}, "search": {"limit": "cpus", "min": "0.1", "max": "2", "resolution": "0.05"}}`
+
+func waitSearch(t *testing.T, f *workshop.Finder, id string) workshop.SearchView {
+	t.Helper()
+	var v workshop.SearchView
+	enginetest.WaitFor(t, time.Minute, "the search to end", func() bool {
+		v, _ = f.View(id)
+		return v.State != workshop.SearchRunning
+	})
+	return v
+}
+
+// TestFakeSearchBisects: each probe is a run of the manager's, in the
+// queue, and the search ends at the smallest limit on its grid that met
+// the target, in fewer runs than a sweep of the grid.
+func TestFakeSearchBisects(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 20 * time.Millisecond
+	syntheticService(fake)
+	m := fakeManager(t, fake, workshop.Options{Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
+	fs, errs := experiments.ParseFind([]byte(searchSpec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	s, errs := m.Finder().Start(fs, "ada", "")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	v := waitSearch(t, m.Finder(), s.ID())
+	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || math.Abs(v.Answer.Limit-0.65) > 1e-9 {
+		t.Fatalf("search ended %s (%s) with %+v, want 0.65", v.State, v.Error, v.Answer)
+	}
+	if len(v.Probes) > 10 || v.GridRuns != 39 {
+		t.Errorf("%d probes against a grid of %d", len(v.Probes), v.GridRuns)
+	}
+	for _, p := range v.Probes {
+		rv, ok := m.Archive().View(p.Run)
+		if !ok || rv.State != "done" || p.Result == nil || p.Meets == nil || !strings.Contains(rv.Name, "cpus "+p.Text) {
+			t.Errorf("probe %+v: its run %v %+v", p, ok, rv.State)
+		}
+	}
+	if v.Recommend == nil || v.Recommend.Request != "0.65" || v.Recommend.Limit != "0.85" {
+		t.Errorf("recommendation %+v", v.Recommend)
+	}
+	if math.Abs(v.Needs-0.6) > 1e-9 {
+		t.Errorf("the model's floor %.2f, want 0.6", v.Needs)
+	}
+}
+
+// TestFakeSearchWaitsItsTurnAndStops: a probe the participant's quota
+// refuses waits for the participant's own run; a stopped search stops its
+// probe and starts no other.
+func TestFakeSearchWaitsItsTurnAndStops(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 300 * time.Millisecond
+	syntheticService(fake)
+	m := fakeManager(t, fake, workshop.Options{QuotaRetry: 20 * time.Millisecond, Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
+	own, err := fakeSubmit(t, m, "ada", `{"lanes": [{"workload": {"kind": "spin", "seconds": 1}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ := experiments.ParseFind([]byte(searchSpec))
+	s, errs := m.Finder().Start(fs, "ada", "")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	enginetest.WaitFor(t, time.Minute, "the first probe to be queued after Ada's own run", func() bool {
+		v, _ := m.Finder().View(s.ID())
+		return len(v.Probes) == 1
+	})
+	if !own.Ended() {
+		t.Error("a probe was queued beside the participant's own run, past the quota of one run")
+	}
+	if err := m.Finder().Stop(s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	v := waitSearch(t, m.Finder(), s.ID())
+	if v.State != workshop.SearchStopped || len(v.Probes) != 1 {
+		t.Errorf("a stopped search: %s with %d probes", v.State, len(v.Probes))
+	}
+	if rv, _ := m.Archive().View(v.Probes[0].Run); !rv.Ended {
+		t.Errorf("the stopped search's probe is %s", rv.State)
+	}
+}
+
+// A search the engine cannot run is refused before anything runs, its
+// field named.
+func TestFakeSearchRefusesWhatTheEngineCannotRun(t *testing.T) {
+	fake := enginefake.New()
+	m := fakeManager(t, fake, workshop.Options{})
+	fs, _ := experiments.ParseFind([]byte(strings.Replace(searchSpec, `"max": "2"`, `"max": "8"`, 1)))
+	if _, errs := m.Finder().Start(fs, "ada", ""); errs == nil || !strings.Contains(errs.Error(), "cpus") {
+		t.Errorf("a search up to 8 CPUs on a 2-CPU engine: %v", errs)
+	}
+	if n := fake.Counts().Creates; n != 0 {
+		t.Errorf("%d containers created for a refused search", n)
+	}
+}
