@@ -48,7 +48,7 @@ func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 // serve serves the real router over m as the server serves it: through
 // Listener.
 func serve(t testing.TB, m *workshop.Manager, deps func(*Deps)) *httptest.Server {
-	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
+	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Finder: m.Finder(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}

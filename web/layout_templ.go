@@ -131,7 +131,7 @@ func page(title string, embed bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if !embed {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<header class=\"top\"><a href=\"/\" class=\"brand\">Limit Lab</a> <span class=\"tagline\">what container limits really do</span><nav><a href=\"/runs\">History</a> <a href=\"/live\">Live</a> <a href=\"/engines\">Engines</a></nav></header>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<header class=\"top\"><a href=\"/\" class=\"brand\">Limit Lab</a> <span class=\"tagline\">what container limits really do</span><nav><a href=\"/runs\">History</a> <a href=\"/find\">Find the limit</a> <a href=\"/live\">Live</a> <a href=\"/engines\">Engines</a></nav></header>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -104,6 +104,8 @@ type Deps struct {
 	TrustedProxies Proxies
 	// Room is who is in the workshop (a new one if nil).
 	Room *workshop.Room
+	// Finder runs limit searches (none if nil).
+	Finder Finder
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -155,6 +157,9 @@ func NewRouter(d Deps) http.Handler {
 		r.Get("/engines", p.poolPage)
 		r.Get("/live", p.livePage)
 		r.Get("/presenter", p.presenterPage)
+		r.Get("/find", p.findFormPage)
+		r.Get("/find/{id}", p.findPage)
+		r.Get("/find/{id}/live", p.findFragment)
 		r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(d.Static)))
 
 		r.Route("/api", func(r chi.Router) {
@@ -170,6 +175,9 @@ func NewRouter(d Deps) http.Handler {
 			r.Get("/runs/{id}/export", a.apiExport)
 			r.With(h.mustJoin).Post("/runs/import", a.apiImport)
 			r.Post("/join", a.apiJoin)
+			r.With(h.mustJoin).Post("/find", a.apiStartFind)
+			r.Get("/find/{id}", a.apiGetFind)
+			r.With(h.mustJoin).Post("/find/{id}/stop", a.apiStopFind)
 			r.Get("/featured", a.apiFeatured)
 			r.With(h.presenterOnly).Post("/runs/{id}/feature", a.apiFeature)
 			r.With(h.presenterOnly).Post("/queue/clear", a.apiClearQueue)

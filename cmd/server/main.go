@@ -430,7 +430,7 @@ func run(ctx context.Context, args []string) error {
 	srv := &http.Server{
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
-			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Static: limitlab.Static(), Log: log,
+			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr,
 		}),

@@ -88,12 +88,13 @@ func NewBisection(min, max, resolution float64, repeats int, target FindTarget) 
 // last is the grid's last step, Max.
 func (b *Bisection) last() int { return int(math.Ceil((b.Max-b.Min)/b.Resolution - 1e-9)) }
 
-// Limit is step i's limit; the last step is Max itself.
+// Limit is step i's limit, to a millionth (0.9, not 0.9000000000000001:
+// the docker CLI takes six decimals); the last step is Max itself.
 func (b *Bisection) Limit(i int) float64 {
 	if i >= b.last() {
 		return b.Max
 	}
-	return b.Min + float64(i)*b.Resolution
+	return math.Round((b.Min+float64(i)*b.Resolution)*1e6) / 1e6
 }
 
 // Record adds a run's outcome at step i.
@@ -203,16 +204,16 @@ func (b *Bisection) Answer() Answer {
 		a.Probes += len(rs)
 	}
 	if !done {
-		a.BoundSay = "the search has not ended"
+		a.BoundSay = "The search has not ended"
 		return a
 	}
 	if step < 0 {
-		a.BoundSay = fmt.Sprintf("the service misses its target even at the search's maximum, %.3g", b.Max)
+		a.BoundSay = fmt.Sprintf("The service misses its target even at the search's maximum, %.3g", b.Max)
 		return a
 	}
 	a.Found, a.Limit = true, b.Limit(step)
 	if step == 0 {
-		a.BoundSay = fmt.Sprintf("the service meets its target at the search's minimum, %.3g: the answer may lie below it", b.Min)
+		a.BoundSay = fmt.Sprintf("The service meets its target at the search's minimum, %.3g: the answer may lie below it", b.Min)
 		return a
 	}
 	a.Below = b.Limit(step - 1)
@@ -226,12 +227,12 @@ func (b *Bisection) Answer() Answer {
 	if _, _, p, ok := Welch(above, below); ok {
 		a.BoundP = p
 		if p < Significance {
-			a.BoundSay = fmt.Sprintf("the p99s either side of the boundary differ beyond the noise (Welch's t-test, p = %.2g)", p)
+			a.BoundSay = fmt.Sprintf("The p99s either side of the boundary differ beyond the noise (Welch's t-test, p = %.2g)", p)
 		} else {
-			a.BoundSay = fmt.Sprintf("the p99s either side of the boundary do not differ beyond the noise (Welch's t-test, p = %.2g): the boundary is within the noise", p)
+			a.BoundSay = fmt.Sprintf("The p99s either side of the boundary do not differ beyond the noise (Welch's t-test, p = %.2g): the boundary is within the noise", p)
 		}
 	} else {
-		a.BoundSay = "one run either side decided the boundary: each was clearly away from the target"
+		a.BoundSay = "One run either side decided the boundary: each was clearly away from the target"
 	}
 	return a
 }

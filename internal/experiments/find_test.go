@@ -139,6 +139,9 @@ func TestFindSpecChecksAndProbes(t *testing.T) {
 	if errs != nil || b.Repeats != DefaultRepeats || b.Min != 0.2 || b.Max != 1.4 {
 		t.Fatalf("%+v %v", b, errs)
 	}
+	if l := b.Limit(3); l != 0.8 {
+		t.Errorf("step 3 of 0.2 by 0.2 is %v, want 0.8 to a millionth", l)
+	}
 	if need := fs.ServiceNeeds(); math.Abs(need-0.6) > 1e-9 {
 		t.Errorf("the model says the service needs %.2f cores, want rate × work, 0.6", need)
 	}

@@ -6,34 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/workload/wire"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
-
-// syntheticService makes the fake engine's load lanes report the p99 of a
-// service that needs 0.6 cores: its tail grows as its --cpus nears that.
-func syntheticService(fake *enginefake.Engine) {
-	fake.Summarize = func(c enginefake.Container, run []enginefake.Container) wire.Summary {
-		if c.Labels[engine.LabelLane] != "1" {
-			return wire.Summary{Done: 1}
-		}
-		cpus := 0.0
-		for _, o := range run {
-			if o.Labels[engine.LabelLane] == "0" {
-				cpus = float64(o.Resources.NanoCPUs) / 1e9
-			}
-		}
-		p99 := 500.0
-		if cpus > 0.6 {
-			p99 = math.Min(500, 4+2/(cpus-0.6))
-		}
-		return wire.Summary{Done: 100, Latency: &wire.Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, Max: p99, Count: 100, Loop: wire.OpenLoop}}
-	}
-}
 
 const searchSpec = `{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"}, "load": {"rate": 150, "seconds": 8},
   "target": {"p99_ms": 50}, "search": {"limit": "cpus", "min": "0.1", "max": "2", "resolution": "0.05"}}`
@@ -54,7 +31,7 @@ func waitSearch(t *testing.T, f *workshop.Finder, id string) workshop.SearchView
 func TestFakeSearchBisects(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 20 * time.Millisecond
-	syntheticService(fake)
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
 	m := fakeManager(t, fake, workshop.Options{Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
 	fs, errs := experiments.ParseFind([]byte(searchSpec))
 	if errs != nil {
@@ -91,7 +68,7 @@ func TestFakeSearchBisects(t *testing.T) {
 func TestFakeSearchWaitsItsTurnAndStops(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 300 * time.Millisecond
-	syntheticService(fake)
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
 	m := fakeManager(t, fake, workshop.Options{QuotaRetry: 20 * time.Millisecond, Quotas: &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}})
 	own, err := fakeSubmit(t, m, "ada", `{"lanes": [{"workload": {"kind": "spin", "seconds": 1}}]}`)
 	if err != nil {

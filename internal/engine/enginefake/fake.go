@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,9 +67,12 @@ type fakeContainer struct {
 	finished  time.Time
 	running   bool
 	exitCode  int
-	exited    chan struct{} // closed when it exits
-	logs      *io.PipeWriter
-	logsR     *io.PipeReader
+	// service is an http service: it serves until it is stopped, as the
+	// real one does, whatever Runtime says.
+	service bool
+	exited  chan struct{} // closed when it exits
+	logs    *io.PipeWriter
+	logsR   *io.PipeReader
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -192,7 +196,7 @@ func (e *Engine) ContainerCreate(ctx context.Context, opts client.ContainerCreat
 	e.creates++
 	id := fmt.Sprintf("%064x", e.seq)
 	c := &fakeContainer{id: id, name: opts.Name, labels: opts.Config.Labels, resources: opts.HostConfig.Resources,
-		exited: make(chan struct{})}
+		exited: make(chan struct{}), service: slices.Contains(opts.Config.Cmd, "http")}
 	c.logsR, c.logs = io.Pipe()
 	e.containers[id] = c
 	return client.ContainerCreateResult{ID: id}, nil
@@ -219,7 +223,9 @@ func (e *Engine) ContainerStart(_ context.Context, id string, _ client.Container
 	e.mu.Lock()
 	c.running, c.started = true, time.Now()
 	e.mu.Unlock()
-	time.AfterFunc(runtime, func() { c.exit(e, 0) })
+	if !c.service {
+		time.AfterFunc(runtime, func() { c.exit(e, 0) })
+	}
 	return client.ContainerStartResult{}, nil
 }
 
@@ -410,4 +416,27 @@ func (e *Engine) VolumeRemove(_ context.Context, id string, _ client.VolumeRemov
 	defer e.mu.Unlock()
 	delete(e.volumes, id)
 	return client.VolumeRemoveResult{}, nil
+}
+
+// ServiceNeeding is a Summarize for runs of a service (lane 0) and its
+// load (lane 1): the load reports the p99 of a service that needs need
+// cores, whose tail grows as its --cpus nears that (500 ms at most, and
+// at or below need).
+func ServiceNeeding(need float64) func(Container, []Container) wire.Summary {
+	return func(c Container, run []Container) wire.Summary {
+		if c.Labels[engine.LabelLane] != "1" {
+			return wire.Summary{Done: 1}
+		}
+		cpus := 0.0
+		for _, o := range run {
+			if o.Labels[engine.LabelLane] == "0" {
+				cpus = float64(o.Resources.NanoCPUs) / 1e9
+			}
+		}
+		p99 := 500.0
+		if cpus > need {
+			p99 = min(500, 4+2/(cpus-need))
+		}
+		return wire.Summary{Done: 100, Latency: &wire.Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, Max: p99, Count: 100, Loop: wire.OpenLoop}}
+	}
 }

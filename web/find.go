@@ -1,0 +1,103 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// Finder is what the handlers need of the limit searches.
+type Finder interface {
+	Start(spec experiments.FindSpec, participant, address string) (*workshop.Search, experiments.Errors)
+	View(id string) (workshop.SearchView, bool)
+	Stop(id string) error
+	// Owner is a running search's participant.
+	Owner(id string) (string, bool)
+}
+
+// maxFindBytes bounds a search's spec.
+const maxFindBytes = 16 << 10
+
+// apiStartFind checks a search and starts it: every problem is reported at
+// once, naming its field, and nothing runs unless all is well.
+func (h api) apiStartFind(w http.ResponseWriter, r *http.Request) {
+	if h.Finder == nil {
+		writeError(w, http.StatusNotFound, "find", "this server runs no limit searches")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFindBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "find", "a search's spec is at most 16 KiB")
+		return
+	}
+	spec, errs := experiments.ParseFind(body)
+	if errs != nil {
+		writeErrors(w, http.StatusBadRequest, errs)
+		return
+	}
+	s, errs := h.Finder.Start(spec, participantOf(r), h.countedAddress(r))
+	if errs != nil {
+		writeErrors(w, http.StatusBadRequest, errs)
+		return
+	}
+	w.Header().Set("Location", "/api/find/"+s.ID())
+	writeJSON(w, http.StatusCreated, map[string]string{"id": s.ID()})
+}
+
+// search is the search the URL names, or a 404 written.
+func (h *handlers) search(w http.ResponseWriter, r *http.Request) (workshop.SearchView, bool) {
+	if h.Finder == nil {
+		writeError(w, http.StatusNotFound, "find", "this server runs no limit searches")
+		return workshop.SearchView{}, false
+	}
+	v, ok := h.Finder.View(chi.URLParam(r, "id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "find", "no such search")
+	}
+	return v, ok
+}
+
+func (h api) apiGetFind(w http.ResponseWriter, r *http.Request) {
+	if v, ok := h.search(w, r); ok {
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// apiStopFind stops a search: its participant's, or the presenter's.
+func (h api) apiStopFind(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.search(w, r)
+	if !ok {
+		return
+	}
+	if owner, live := h.Finder.Owner(v.ID); live && owner != participantOf(r) && !h.isPresenter(r) {
+		writeError(w, http.StatusForbidden, "find", "only the participant who started a search, or the presenter, may stop it")
+		return
+	}
+	if err := h.Finder.Stop(v.ID); err != nil && !errors.Is(err, workshop.ErrNoRun) {
+		writeFailure(w, "find", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"stopping": v.ID})
+}
+
+func (h pages) findFormPage(w http.ResponseWriter, r *http.Request) {
+	templ.Handler(findForm()).ServeHTTP(w, r)
+}
+
+func (h pages) findPage(w http.ResponseWriter, r *http.Request) {
+	if v, ok := h.search(w, r); ok {
+		templ.Handler(findPage(v)).ServeHTTP(w, r)
+	}
+}
+
+// findFragment is the moving part of a search's page.
+func (h pages) findFragment(w http.ResponseWriter, r *http.Request) {
+	if v, ok := h.search(w, r); ok {
+		templ.Handler(findLive(v)).ServeHTTP(w, r)
+	}
+}

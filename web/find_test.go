@@ -1,0 +1,117 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/limitlab/limitlab/internal/engine/enginefake"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+const findSpec = `{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"}, "load": {"rate": 150, "seconds": 8},
+  "target": {"p99_ms": 50}, "search": {"limit": "cpus", "min": "0.2", "max": "1.8", "resolution": "0.1", "repeats": 2}}`
+
+// TestFindOverTheAPI: a bad search is refused at once naming its field and
+// starts nothing; a participant without the join code cannot start one; a
+// search runs to its answer, each probe a run; another participant
+// cannot stop it.
+func TestFindOverTheAPI(t *testing.T) {
+	srv, _, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" })
+	fake.Runtime = 20 * time.Millisecond
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	ada := joinAs(t, srv.URL, "room-42", "Ada")
+	for _, c := range []struct{ body, field string }{
+		{strings.Replace(findSpec, `"p99_ms": 50`, `"p99_ms": -3`, 1), "target.p99_ms"},
+		{strings.Replace(findSpec, `"max": "1.8"`, `"max": "nine"`, 1), "search.max"},
+		{strings.Replace(findSpec, `"kind": "http"`, `"kind": "http", "image": "evil"`, 1), `"field": "image"`},
+		{strings.Replace(findSpec, `"max": "1.8"`, `"max": "9"`, 1), "cpus"},
+	} {
+		status, body := postWith(t, ada, srv.URL+"/api/find", c.body)
+		if status != http.StatusBadRequest || !strings.Contains(body, c.field) {
+			t.Errorf("%s: %d %s, want 400 naming %s", c.body, status, body, c.field)
+		}
+	}
+	if n := fake.Counts().Creates; n != 0 {
+		t.Errorf("%d containers created for refused searches", n)
+	}
+	if status, body := postWith(t, newJarClient(), srv.URL+"/api/find", findSpec); status != http.StatusForbidden || !strings.Contains(body, "join code") {
+		t.Errorf("a search without the join code: %d %s", status, body)
+	}
+	status, body := postWith(t, ada, srv.URL+"/api/find", findSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	var v workshop.SearchView
+	enginetest.WaitFor(t, time.Minute, "the search to end", func() bool {
+		getJSON(t, srv.URL+"/api/find/"+created.ID, &v)
+		return v.State != workshop.SearchRunning
+	})
+	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || v.Answer.Limit != 0.7 || len(v.Probes) == 0 {
+		t.Fatalf("search %s (%s), answer %+v", v.State, v.Error, v.Answer)
+	}
+	page := getPage(t, srv.URL+"/find/"+created.ID)
+	for _, want := range []string{`data-testid="find-chart"`, "The answer: --cpus 0.7", `data-testid="find-recommendation"`, "/runs/" + v.Probes[0].Run} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the search's page lacks %q", want)
+		}
+	}
+	if status, _ := postWith(t, joinAs(t, srv.URL, "room-42", "Eve"), srv.URL+"/api/find/"+created.ID+"/stop", "{}"); status != http.StatusAccepted {
+		t.Errorf("stopping an ended search: %d", status)
+	}
+	if status, _ := postWith(t, ada, srv.URL+"/api/find/nope/stop", "{}"); status != http.StatusNotFound {
+		t.Errorf("a search that does not exist: %d", status)
+	}
+}
+
+// TestBrowserFindChartFills: in Chromium, a search started from the form
+// draws its chart point by point as its probes end, then its answer.
+func TestBrowserFindChartFills(t *testing.T) {
+	srv, _, fake := newFakeServer(t, nil)
+	fake.Runtime = 700 * time.Millisecond
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	ctx := browser(t)
+	points := `Number((document.querySelector('[data-testid="find-chart"]') || {dataset: {points: "0"}}).dataset.points)`
+	var seen []int
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/find"),
+		chromedp.SetValue(chromedp.CSS(`input[name="min"]`), "0.2"),
+		chromedp.SetValue(chromedp.CSS(`input[name="max"]`), "1.8"),
+		chromedp.SetValue(chromedp.CSS(`input[name="resolution"]`), "0.1"),
+		chromedp.SetValue(chromedp.CSS(`input[name="repeats"]`), "2"),
+		chromedp.Click(chromedp.CSS(`[data-testid="find-start"]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The form's script goes to the search's page once the server took
+	// it: a look while the page changes may fail, and is tried again.
+	enginetest.WaitFor(t, 30*time.Second, "the search's page", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.pathname.startsWith("/find/") && !!document.querySelector('[data-testid="find-chart"]')`))
+		return err == nil && ok
+	})
+	enginetest.WaitFor(t, 2*time.Minute, "the search's answer on its page", func() bool {
+		n := run(t, ctx, chromedp.Evaluate[int](points))
+		if len(seen) == 0 || seen[len(seen)-1] != n {
+			seen = append(seen, n)
+		}
+		return run(t, ctx, chromedp.Evaluate[bool](`!!document.querySelector('[data-testid="find-answer"]')`))
+	})
+	t.Logf("points drawn as the page saw them: %v", seen)
+	if len(seen) < 3 || seen[len(seen)-1] < 3 {
+		t.Errorf("the chart drew %v points as the search went, want it to fill one probe at a time", seen)
+	}
+	if err := writeShot(t, "find.png", run(t, ctx, chromedp.FullScreenshot(100))); err != nil {
+		t.Error(err)
+	}
+	answer := liveText(t, ctx, `[data-testid="find-answer"]`)
+	if !strings.Contains(answer, "The answer: --cpus 0.7") || !strings.Contains(answer, "0.6 cores") {
+		t.Errorf("answer %q", answer)
+	}
+}
