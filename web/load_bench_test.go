@@ -80,67 +80,13 @@ func percentile(xs []float64, p float64) float64 {
 func BenchmarkLiveViewers200(b *testing.B) {
 	const (
 		viewers = 200
-		lanes   = 12
 		phase   = 10 * time.Second
 		rounds  = 8
 	)
 	for range b.N {
 		srv, _ := newServerWith(b, nil, func(o *workshop.Options) { o.Interval = 500 * time.Millisecond })
-		var ls []string
-		for i := range lanes {
-			ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
-		}
-		id := startRunB(b, srv.URL, `{"name": "load", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)
-		url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + id + "/live"
-		ctx, cancel := context.WithCancel(context.Background())
-
-		// The run alone first: the server's CPU without viewers.
-		time.Sleep(5 * time.Second) // every lane started
-		c0 := cpuSeconds()
-		time.Sleep(phase / 2)
-		baseCPU := (cpuSeconds() - c0) / (phase / 2).Seconds()
-
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		vs := make([]*viewer, viewers)
-		var readers sync.WaitGroup
-		for i := range vs {
-			c, _, err := websocket.Dial(ctx, url, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c.SetReadLimit(1 << 20)
-			vs[i] = &viewer{}
-			readers.Add(1)
-			go func() { defer readers.Done(); vs[i].read(ctx, c) }()
-		}
-		time.Sleep(3 * time.Second) // histories sent
-		runtime.GC()
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
-		heapPerViewer := float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / viewers
-
-		// measure records every delivery to the viewers for a phase, and
-		// the process's CPU use over it.
-		measure := func() ([]float64, float64) {
-			for _, v := range vs {
-				v.mu.Lock()
-				v.latencies, v.recording = nil, true
-				v.mu.Unlock()
-			}
-			c := cpuSeconds()
-			time.Sleep(phase)
-			cpu := (cpuSeconds() - c) / phase.Seconds()
-			var all []float64
-			for _, v := range vs {
-				v.mu.Lock()
-				v.recording = false
-				all = append(all, v.latencies...)
-				v.mu.Unlock()
-			}
-			return all, cpu
-		}
+		a := watch(b, srv.URL, viewers, phase)
+		ctx := context.Background()
 		// A viewer that connects and never reads, with a 4 KiB socket
 		// receive buffer: with the server's bounded send buffer, its
 		// writes to it block within a few messages.
@@ -157,13 +103,13 @@ func BenchmarkLiveViewers200(b *testing.B) {
 		var without, with []float64
 		var cpus, ratios []float64
 		for round := range rounds {
-			l, cpu := measure()
+			l, cpu := a.measure(phase)
 			without, cpus = append(without, l...), append(cpus, cpu)
-			stalled, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: small})
+			stalled, _, err := websocket.Dial(ctx, a.url, &websocket.DialOptions{HTTPClient: small})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ls, _ := measure()
+			ls, _ := a.measure(phase)
 			with = append(with, ls...)
 			// What the stalled viewer can still read: what the kernel
 			// buffered for it, then the server's close.
@@ -186,19 +132,7 @@ func BenchmarkLiveViewers200(b *testing.B) {
 		p50s, p99s := percentile(with, 0.5), percentile(with, 0.99)
 		cpu := percentile(cpus, 0.5)
 		n, ns := len(without), len(with)
-
-		dropped := 0
-		for _, v := range vs {
-			v.mu.Lock()
-			if v.err != nil {
-				dropped++
-				b.Logf("viewer dropped: %v", v.err)
-			}
-			v.mu.Unlock()
-		}
-		cancel()
-		readers.Wait()
-		postJSONB(b, srv.URL+"/api/runs/"+id+"/stop")
+		dropped := a.end(b, srv.URL)
 
 		b.ReportMetric(p50, "p50-ms")
 		b.ReportMetric(p99, "p99-ms")
@@ -206,11 +140,100 @@ func BenchmarkLiveViewers200(b *testing.B) {
 		b.ReportMetric(p99s/p99, "p99-ratio")
 		b.ReportMetric(percentile(ratios, 0.5), "p99-ratio-median-round")
 		b.ReportMetric(float64(dropped), "dropped")
-		b.ReportMetric((cpu-baseCPU)/viewers*1000, "cpu-ms/s/viewer")
-		b.ReportMetric(heapPerViewer/1024, "heap-KiB/viewer")
+		b.ReportMetric((cpu-a.baseCPU)/viewers*1000, "cpu-ms/s/viewer")
+		b.ReportMetric(a.heapPerViewer/1024, "heap-KiB/viewer")
 		b.Logf("deliveries %d then %d (with the stalled viewer); p50 %.2f ms → %.2f ms; process CPU %.3f cores with viewers, %.3f without",
-			n, ns, p50, p50s, cpu, baseCPU)
+			n, ns, p50, p50s, cpu, a.baseCPU)
 	}
+}
+
+// audience is a live run of 12 lanes sampled every 500 ms and n viewers
+// of it in this process: the server's CPU before they came, and the heap
+// each costs.
+type audience struct {
+	id, url       string
+	vs            []*viewer
+	readers       sync.WaitGroup
+	cancel        context.CancelFunc
+	baseCPU       float64
+	heapPerViewer float64
+}
+
+func watch(b *testing.B, base string, n int, phase time.Duration) *audience {
+	const lanes = 12
+	var ls []string
+	for i := range lanes {
+		ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
+	}
+	a := &audience{id: startRunB(b, base, `{"name": "load", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)}
+	a.url = "ws" + strings.TrimPrefix(base, "http") + "/api/runs/" + a.id + "/live"
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+
+	// The run alone first: the server's CPU without viewers.
+	time.Sleep(5 * time.Second) // every lane started
+	c0 := cpuSeconds()
+	time.Sleep(phase / 2)
+	a.baseCPU = (cpuSeconds() - c0) / (phase / 2).Seconds()
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	a.vs = make([]*viewer, n)
+	for i := range a.vs {
+		c, _, err := websocket.Dial(ctx, a.url, nil)
+		if err != nil {
+			b.Fatalf("viewer %d: %v", i+1, err)
+		}
+		c.SetReadLimit(1 << 20)
+		a.vs[i] = &viewer{}
+		a.readers.Add(1)
+		go func() { defer a.readers.Done(); a.vs[i].read(ctx, c) }()
+	}
+	time.Sleep(3 * time.Second) // histories sent
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	a.heapPerViewer = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / float64(n)
+	return a
+}
+
+// measure records every delivery to the viewers for a phase, and the
+// process's CPU use over it.
+func (a *audience) measure(phase time.Duration) ([]float64, float64) {
+	for _, v := range a.vs {
+		v.mu.Lock()
+		v.latencies, v.recording = nil, true
+		v.mu.Unlock()
+	}
+	c := cpuSeconds()
+	time.Sleep(phase)
+	cpu := (cpuSeconds() - c) / phase.Seconds()
+	var all []float64
+	for _, v := range a.vs {
+		v.mu.Lock()
+		v.recording = false
+		all = append(all, v.latencies...)
+		v.mu.Unlock()
+	}
+	return all, cpu
+}
+
+// end closes the viewers, counting those that stopped reading before it,
+// and stops the run.
+func (a *audience) end(b *testing.B, base string) (dropped int) {
+	for _, v := range a.vs {
+		v.mu.Lock()
+		if v.err != nil {
+			dropped++
+			b.Logf("viewer dropped: %v", v.err)
+		}
+		v.mu.Unlock()
+	}
+	a.cancel()
+	a.readers.Wait()
+	postJSONB(b, base+"/api/runs/"+a.id+"/stop")
+	return dropped
 }
 
 func startRunB(b *testing.B, base, spec string) string {
@@ -245,83 +268,26 @@ func postJSONB(b *testing.B, url string) {
 func BenchmarkKeynote2000(b *testing.B) {
 	const (
 		viewers = 2000
-		lanes   = 12
 		phase   = 10 * time.Second
 		rounds  = 3
 	)
 	for range b.N {
 		srv, _ := newServerWith(b, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = viewers, viewers },
 			func(o *workshop.Options) { o.Interval = 500 * time.Millisecond })
-		var ls []string
-		for i := range lanes {
-			ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
-		}
-		id := startRunB(b, srv.URL, `{"name": "keynote", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)
-		url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + id + "/live"
-		ctx, cancel := context.WithCancel(context.Background())
-		time.Sleep(5 * time.Second) // every lane started
-		c0 := cpuSeconds()
-		time.Sleep(phase / 2)
-		baseCPU := (cpuSeconds() - c0) / (phase / 2).Seconds()
-
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		vs := make([]*viewer, viewers)
-		var readers sync.WaitGroup
-		for i := range vs {
-			c, _, err := websocket.Dial(ctx, url, nil)
-			if err != nil {
-				b.Fatalf("viewer %d: %v", i+1, err)
-			}
-			c.SetReadLimit(1 << 20)
-			vs[i] = &viewer{}
-			readers.Add(1)
-			go func() { defer readers.Done(); vs[i].read(ctx, c) }()
-		}
-		time.Sleep(5 * time.Second) // histories sent
-		runtime.GC()
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
-		heapPerViewer := float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / viewers
-
+		a := watch(b, srv.URL, viewers, phase)
 		var all, cpus []float64
 		for round := range rounds {
-			for _, v := range vs {
-				v.mu.Lock()
-				v.latencies, v.recording = nil, true
-				v.mu.Unlock()
-			}
-			c := cpuSeconds()
-			time.Sleep(phase)
-			cpus = append(cpus, (cpuSeconds()-c)/phase.Seconds())
-			var got []float64
-			for _, v := range vs {
-				v.mu.Lock()
-				v.recording = false
-				got = append(got, v.latencies...)
-				v.mu.Unlock()
-			}
-			all = append(all, got...)
+			got, cpu := a.measure(phase)
+			all, cpus = append(all, got...), append(cpus, cpu)
 			b.Logf("round %d: %d deliveries, p50 %.2f ms, p99 %.2f ms", round+1, len(got), percentile(got, 0.5), percentile(got, 0.99))
 		}
-		dropped := 0
-		for _, v := range vs {
-			v.mu.Lock()
-			if v.err != nil {
-				dropped++
-			}
-			v.mu.Unlock()
-		}
-		cancel()
-		readers.Wait()
-		postJSONB(b, srv.URL+"/api/runs/"+id+"/stop")
+		dropped := a.end(b, srv.URL)
 		cpu := percentile(cpus, 0.5)
 		b.ReportMetric(percentile(all, 0.5), "p50-ms")
 		b.ReportMetric(percentile(all, 0.99), "p99-ms")
 		b.ReportMetric(float64(dropped), "dropped")
-		b.ReportMetric((cpu-baseCPU)/viewers*1000, "cpu-ms/s/viewer")
-		b.ReportMetric(heapPerViewer/1024, "heap-KiB/viewer")
-		b.Logf("%d viewers from one address: %d deliveries; process CPU %.3f cores with them, %.3f without", viewers, len(all), cpu, baseCPU)
+		b.ReportMetric((cpu-a.baseCPU)/viewers*1000, "cpu-ms/s/viewer")
+		b.ReportMetric(a.heapPerViewer/1024, "heap-KiB/viewer")
+		b.Logf("%d viewers from one address: %d deliveries; process CPU %.3f cores with them, %.3f without", viewers, len(all), cpu, a.baseCPU)
 	}
 }

@@ -111,3 +111,50 @@ func TestFakeSearchRefusesWhatTheEngineCannotRun(t *testing.T) {
 		t.Errorf("%d containers created for a refused search", n)
 	}
 }
+
+// TestSearchOnTheRealEngine: a search of the built-in service's --cpus on
+// the real engine, each probe a run with its service and open-loop load,
+// ends within its bounds at a limit on its grid, with every probe's run
+// kept, and above the allotment model's floor: at 150 requests a second
+// of 4 ms each the service needs 0.6 cores and cannot keep up below.
+func TestSearchOnTheRealEngine(t *testing.T) {
+	m := enginetest.Manager(t)
+	fs, errs := experiments.ParseFind([]byte(`{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"},
+	  "load": {"rate": 150, "seconds": 5}, "target": {"p99_ms": 50, "errors_pct": 1},
+	  "search": {"limit": "cpus", "min": "0.4", "max": "1.6", "resolution": "0.2", "repeats": 2}}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	s, errs := m.Finder().Start(fs, "ada", "")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	var v workshop.SearchView
+	enginetest.WaitFor(t, 10*time.Minute, "the search to end", func() bool {
+		v, _ = m.Finder().View(s.ID())
+		return v.State != workshop.SearchRunning
+	})
+	for _, p := range v.Probes {
+		r := p.Result
+		if r == nil {
+			t.Errorf("probe %+v measured nothing", p)
+			continue
+		}
+		t.Logf("probe at --cpus %s: p99 %.1f ms, %.2f%% failed, throttled %.0f%%, meets %v (run %s)", p.Text, r.P99Ms, r.ErrorsPct, 100*r.Throttled, *p.Meets, p.Run)
+		if rv, ok := m.Archive().View(p.Run); !ok || rv.State != "done" {
+			t.Errorf("probe %s's run is %v %s", p.Text, ok, rv.State)
+		}
+	}
+	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found {
+		t.Fatalf("search %s (%s), answer %+v", v.State, v.Error, v.Answer)
+	}
+	a := v.Answer
+	t.Logf("answer --cpus %s after %d runs at %d limits (a sweep: %d); %s", experiments.LimitText("cpus", a.Limit), a.Probes, a.Steps, v.GridRuns, a.BoundSay)
+	onGrid := math.Abs(math.Round((a.Limit-0.4)/0.2)*0.2+0.4-a.Limit) < 1e-9
+	if a.Limit < 0.4 || a.Limit > 1.6 || !onGrid {
+		t.Errorf("answer %v is not a limit of the search's grid", a.Limit)
+	}
+	if a.Limit <= v.Needs {
+		t.Errorf("answer %v at or below the model's floor of %.2f cores, where the service cannot keep up", a.Limit, v.Needs)
+	}
+}
