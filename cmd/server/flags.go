@@ -1,0 +1,182 @@
+package main
+
+// The dashboard's flags: what each means, and the checks that refuse a
+// dangerous or inconsistent set before anything starts.
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
+	"github.com/limitlab/limitlab/web"
+)
+
+type config struct {
+	addr         string
+	allowHosts   string
+	allowOrigins string
+	interval     time.Duration
+	cgroupRoot   string
+	workloadBin  string
+	verbose      bool
+	dataDir      string
+	maxRunning   int
+	queueWait    time.Duration
+	presenter    string
+	maxConns     int
+	joinCode     string
+	maxQueue     int
+	addressRuns  int
+	quotas       workshop.Quotas
+	labsDir      string
+	enginesFile  string
+	kubeconfig   string
+	namespace    string
+	sampler      engine.SamplerAddress // the single engine's, if any
+	proxies      web.Proxies
+	tlsCert      string
+	tlsKey       string
+	viewersRun   int
+	viewersAddr  int
+}
+
+// memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
+type memoryFlag struct{ v *int64 }
+
+func (f memoryFlag) String() string {
+	if f.v == nil || *f.v == 0 {
+		return "0"
+	}
+	return units.BytesSize(float64(*f.v))
+}
+
+func (f memoryFlag) Set(s string) error {
+	n, err := units.RAMInBytes(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a size such as 512m or 2g, got %q", s)
+	}
+	*f.v = n
+	return nil
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("limitlab", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to open the dashboard to the network for a workshop")
+	fs.StringVar(&c.allowHosts, "allow-host", "", "comma-separated extra Host names to answer to (on loopback only localhost, 127.0.0.1 and ::1 are accepted)")
+	fs.StringVar(&c.allowOrigins, "allow-origin", "", "comma-separated origin host patterns allowed besides the page's own (e.g. slides.example.com)")
+	fs.DurationVar(&c.interval, "sample", 250*time.Millisecond, "stats sampling interval, a multiple of 50ms from 50ms to 5s (a run may ask for its own)")
+	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")
+	fs.StringVar(&c.workloadBin, "workload-bin", "", "static binary to put in the workload image (default: this binary)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	fs.StringVar(&c.dataDir, "data", "data", "directory of the run store (created on first start)")
+	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
+	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
+	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
+	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
+	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
+	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
+	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
+	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (README: More than one host); without it, the engine DOCKER_HOST names")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of a Kubernetes cluster to run the lanes on, as pods, instead of a Docker engine (README: Kubernetes)")
+	fs.StringVar(&c.namespace, "namespace", "default", "the Kubernetes namespace of the lanes' pods, with -kubeconfig")
+	fs.StringVar(&c.sampler.URL, "sampler", "", "URL of a limitlab sampler on a remote engine's host (http://host:port or https://), to read its containers' cgroup files at the run's interval (README: More than one host); in a pool, each engine's entry names its own")
+	fs.StringVar(&c.sampler.TokenFile, "sampler-token-file", "", "file holding the sampler's token")
+	fs.StringVar(&c.sampler.CA, "sampler-ca", "", "CA file that signed an https sampler's certificate (default: the system's)")
+	fs.StringVar(&c.labsDir, "labs", "", "directory of extra lab files (the JSON of docs/labs.md), loaded at start and again whenever it changes")
+	c.quotas = workshop.DefaultQuotas
+	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
+	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
+	fs.Var(memoryFlag{&c.quotas.Participant.Memory}, "participant-memory", "--memory a participant's queued and running lanes may ask for in all (0: no limit)")
+	fs.IntVar(&c.quotas.Participant.Containers, "participant-containers", 0, "containers a participant's queued and running runs may have (0: no limit)")
+	fs.Float64Var(&c.quotas.Host.CPUs, "quota-cpus", 0, "CPUs the running lanes may ask for in all (0: no limit)")
+	fs.Var(memoryFlag{&c.quotas.Host.Memory}, "quota-memory", "--memory the running lanes may ask for in all (0: no limit)")
+	fs.IntVar(&c.quotas.Host.Containers, "quota-containers", 0, "containers the running runs may have in all (0: no limit)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR prefixes of the reverse proxies in front of the server (e.g. 127.0.0.1,10.0.0.0/8): only from them are X-Forwarded-For and X-Forwarded-Proto believed")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "certificate `file` (PEM) to serve the dashboard over https, with -tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `file` (PEM) of -tls-cert")
+	fs.IntVar(&c.viewersRun, "max-viewers-per-run", web.DefaultMaxViewersPerRun, "live viewers one run may have at once")
+	fs.IntVar(&c.viewersAddr, "max-viewers-per-address", web.DefaultMaxViewersPerAddress, "live streams one client address may hold open at once; participants who entered the join code are not counted by address")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.proxies, err = web.ParseProxies(*proxies); err != nil {
+		return c, fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return c, errors.New("-tls-cert and -tls-key go together")
+	}
+	if c.tlsCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey); err != nil {
+			return c, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+	}
+	if c.viewersRun < 1 || c.viewersAddr < 1 {
+		return c, fmt.Errorf("-max-viewers-per-run %d, -max-viewers-per-address %d: want at least 1 each", c.viewersRun, c.viewersAddr)
+	}
+	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
+	if c.joinCode == "" {
+		c.joinCode = os.Getenv("LIMITLAB_JOIN_CODE")
+	}
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return c, fmt.Errorf("-presenter-token-file: %w", err)
+		}
+		c.presenter = strings.TrimSpace(string(b))
+	}
+	if c.presenter != "" && len(c.presenter) < web.MinPresenterToken {
+		return c, fmt.Errorf("the presenter token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(c.presenter), web.MinPresenterToken)
+	}
+	if h, _, err := net.SplitHostPort(c.addr); err == nil && !isLoopback(h) && c.allowHosts == "" {
+		return c, fmt.Errorf("-addr %s listens beyond this machine: name the host names attendees will use with -allow-host (e.g. -allow-host lab.example.org,192.0.2.10), so that no other site can reach the dashboard through DNS rebinding", c.addr)
+	}
+	if c.sampler.URL != "" && c.enginesFile != "" {
+		return c, errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
+	}
+	if c.kubeconfig != "" && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
+		return c, errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
+	}
+	if !engine.ValidNamespace(c.namespace) {
+		return c, fmt.Errorf("-namespace %q: want a namespace name (lowercase letters, digits and dashes, at most 63)", c.namespace)
+	}
+	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
+		return c, errors.New("-sampler and -sampler-token-file go together")
+	}
+	if c.maxRunning != 1 && c.enginesFile != "" {
+		return c, fmt.Errorf("-max-running %d: in a pool each engine runs one run at a time, so that runs never disturb each other's measurements; -max-running is for the single engine", c.maxRunning)
+	}
+	if c.maxRunning < 1 {
+		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
+	}
+	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval || c.interval%runner.IntervalStep != 0 {
+		return c, fmt.Errorf("-sample %s: must be a multiple of %s from %s to %s", c.interval, runner.IntervalStep, runner.MinInterval, runner.MaxInterval)
+	}
+	return c, nil
+}
+
+// isLoopback says whether a listening host stays on this machine.
+func isLoopback(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
