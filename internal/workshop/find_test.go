@@ -45,6 +45,7 @@ func TestFakeSearchBisects(t *testing.T) {
 	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || math.Abs(v.Answer.Limit-0.65) > 1e-9 {
 		t.Fatalf("search ended %s (%s) with %+v, want 0.65", v.State, v.Error, v.Answer)
 	}
+	t.Logf("answer %v after %d probe runs; a sweep of the grid: %d", v.Answer.Limit, len(v.Probes), v.GridRuns)
 	if len(v.Probes) > 10 || v.GridRuns != 39 {
 		t.Errorf("%d probes against a grid of %d", len(v.Probes), v.GridRuns)
 	}
