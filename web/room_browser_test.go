@@ -100,6 +100,9 @@ func TestBrowserRoomView(t *testing.T) {
 	if len(rows) != 3 {
 		t.Errorf("%d rows, want Ada, Grace and Linus", len(rows))
 	}
+	if err := writeShot(t, "room.png", run(t, ctx, chromedp.FullScreenshot(100))); err != nil {
+		t.Error(err)
+	}
 	adaRow := run(t, ctx, chromedp.Evaluate[string](rowText("Ada")))
 	if !strings.Contains(adaRow, "Hold it to a fifth of a CPU.") || !strings.Contains(adaRow, "not yet") || !strings.Contains(adaRow, "running") {
 		t.Errorf("Ada's row %q: want her run running at the step that waits for her change, its check not holding", adaRow)
