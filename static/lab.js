@@ -22,4 +22,20 @@ button.addEventListener("click", async () => {
   listErrors(errors, res.errors);
 });
 
+// A lab that is a search runs as one: its probes, one run each.
+const search = document.getElementById("run-search");
+if (search) {
+  search.addEventListener("click", async () => {
+    search.disabled = true;
+    errors.replaceChildren();
+    const res = await send("/api/find", { body: { lab: root.dataset.labId } });
+    search.disabled = false;
+    if (res.ok) {
+      location.href = `/find/${res.body.id}`;
+      return;
+    }
+    listErrors(errors, res.errors);
+  });
+}
+
 enableCopyButtons();

@@ -115,3 +115,34 @@ func TestBrowserFindChartFills(t *testing.T) {
 		t.Errorf("answer %q", answer)
 	}
 }
+
+// TestFindLab: the right-size lab's page offers its search, which runs to
+// an answer judged against the model's floor.
+func TestFindLab(t *testing.T) {
+	srv, _, fake := newFakeServer(t, nil)
+	fake.Runtime = 20 * time.Millisecond
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	page := getPage(t, srv.URL+"/labs/right-size-go")
+	for _, want := range []string{`data-testid="find-lab"`, `data-testid="run-search"`, "from 0.4 to 1.6 at a resolution of 0.1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the lab's page lacks %q", want)
+		}
+	}
+	status, body := postWith(t, newJarClient(), srv.URL+"/api/find", `{"lab": "right-size-go"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	var v workshop.SearchView
+	enginetest.WaitFor(t, time.Minute, "the lab's search to end", func() bool {
+		getJSON(t, srv.URL+"/api/find/"+created.ID, &v)
+		return v.State != workshop.SearchRunning
+	})
+	if v.Answer == nil || v.Answer.Limit != 0.7 || v.Verdict == nil || !v.Verdict.Pass || v.Spec.Lab != "right-size-go" {
+		t.Fatalf("the lab's search: %s %s, answer %+v, verdict %+v", v.State, v.Error, v.Answer, v.Verdict)
+	}
+	if page := getPage(t, srv.URL+"/find/"+created.ID); !strings.Contains(page, "As predicted: the model puts the floor at 0.6 cores") {
+		t.Error("the search's page does not give its verdict")
+	}
+}

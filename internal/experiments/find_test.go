@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -182,5 +183,51 @@ func TestFindSpecChecksAndProbes(t *testing.T) {
 	}
 	if _, errs := ParseFind([]byte(`{"Service": {}}`)); errs == nil {
 		t.Error("a key in the wrong case was taken")
+	}
+}
+
+func TestRightSizeLabIsASearch(t *testing.T) {
+	fs, errs := ParseFind([]byte(`{"lab": "right-size-go"}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if fs.Lab != "right-size-go" || fs.Service.WorkUS != 4000 || fs.Load.Rate != 150 || fs.Target.P99Ms != 50 || fs.Search.Limit != FindCPUs {
+		t.Errorf("the lab's search %+v", fs)
+	}
+	if _, errs := fs.Check(); errs != nil {
+		t.Error(errs)
+	}
+	if math.Abs(fs.ServiceNeeds()-0.6) > 1e-9 {
+		t.Errorf("the lab's floor %.2f, want 0.6", fs.ServiceNeeds())
+	}
+	for body, want := range map[string]string{
+		`{"lab": "cpus-ladder"}`:                 "not a search",
+		`{"lab": "nope"}`:                        "no lab",
+		`{"lab": "right-size-go", "name": "x"}`:  "either a lab or a search",
+		`{"lab": "right-size-go", "load": null}`: "", // null is no value: the lab's own
+	} {
+		_, errs := ParseFind([]byte(body))
+		if want == "" {
+			if errs != nil {
+				t.Errorf("%s: %v", body, errs)
+			}
+			continue
+		}
+		if errs == nil || errs[0].Field != "lab" || !strings.Contains(errs[0].Message, want) {
+			t.Errorf("%s: %v, want lab: %q", body, errs, want)
+		}
+	}
+	judged, pass, text := JudgeFind(fs, Answer{Found: true, Limit: 0.8})
+	if !judged || !pass || !strings.Contains(text, "0.6 cores") {
+		t.Errorf("an answer above the floor: %v %v %q", judged, pass, text)
+	}
+	if _, pass, _ := JudgeFind(fs, Answer{Found: true, Limit: 0.6}); pass {
+		t.Error("an answer at the floor judged as predicted")
+	}
+	lab, _ := LabByID("right-size-go")
+	raw, _ := json.Marshal(lab)
+	broken := strings.Replace(string(raw), `"p99_ms":50`, `"p99_ms":-1`, 1)
+	if _, b := ParseLabFile("broken.json", []byte(broken)); b == nil || b.Field != "find.target.p99_ms" {
+		t.Errorf("a search lab with a bad target: %+v", b)
 	}
 }

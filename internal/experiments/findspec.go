@@ -15,6 +15,9 @@ import (
 // range until the answer is within its resolution.
 type FindSpec struct {
 	Name string `json:"name,omitempty"`
+	// Lab names a lab that is a search ({"lab": "right-size-go"}): its
+	// service, load, target and range, and nothing else may be given.
+	Lab string `json:"lab,omitempty"`
 	// Service is the built-in http service: its work_us, alloc_kb and
 	// gomaxprocs.
 	Service Workload   `json:"service"`
@@ -52,12 +55,62 @@ const (
 	MaxProbes = 40
 )
 
-// ParseFind decodes a search, its keys exact.
+// ParseFind decodes a search, its keys exact, or a lab's search.
 func ParseFind(data []byte) (FindSpec, Errors) {
 	var fs FindSpec
 	if err := strictDecode(data, &fs); err != nil {
 		return fs, Errors{{Lane: -1, Field: jsonField(err, "find"), Message: jsonMessage(err)}}
 	}
+	if fs.Lab == "" {
+		return fs, nil
+	}
+	lab, ok := LabByID(fs.Lab)
+	switch {
+	case !ok:
+		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
+	case lab.Find == nil:
+		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it with POST /api/runs", fs.Lab)}}
+	case fs != FindSpec{Lab: fs.Lab}:
+		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: "give either a lab or a search, not both"}}
+	}
+	return lab.FindOf()
+}
+
+// LabFind is a search lab's target and range.
+type LabFind struct {
+	Target FindTarget `json:"target"`
+	Search FindSearch `json:"search"`
+}
+
+// FindOf is a search lab's search: its spec's service and load lanes, its
+// target and its range.
+func (l Lab) FindOf() (FindSpec, Errors) {
+	bad := func(msg string) (FindSpec, Errors) {
+		return FindSpec{}, Errors{{Lane: -1, Field: "spec", Message: msg}}
+	}
+	if l.Find == nil {
+		return bad("the lab is not a search")
+	}
+	fs := FindSpec{Name: l.Title, Lab: l.ID, Target: l.Find.Target, Search: l.Find.Search}
+	var svc, load *Lane
+	spec := l.LabSpec()
+	for i := range spec.Lanes {
+		switch spec.Lanes[i].Name {
+		case ProbeService:
+			svc = &spec.Lanes[i]
+		case ProbeLoad:
+			load = &spec.Lanes[i]
+		}
+	}
+	if svc == nil || load == nil || len(spec.Lanes) != 2 {
+		return bad(fmt.Sprintf("a search lab's spec has two lanes, %q and %q", ProbeService, ProbeLoad))
+	}
+	w := load.Workload
+	if w.Kind != KindLoad || w.Target != ProbeService {
+		return bad(fmt.Sprintf("the %q lane is a load on the %q lane", ProbeLoad, ProbeService))
+	}
+	fs.Service = svc.Workload
+	fs.Load = FindLoad{Rate: w.Rate, Concurrency: w.Concurrency, Seconds: w.Seconds}
 	return fs, nil
 }
 
@@ -231,4 +284,21 @@ func (fs FindSpec) Recommend(b *Bisection, a Answer) *Recommendation {
 		r.WhyLimit += " It is the search's maximum: the headroom was cut there."
 	}
 	return r
+}
+
+// JudgeFind compares a search's answer with the allotment model: under an
+// open loop the service needs rate × work of CPU, and the answer lies
+// above that floor (by the headroom its tail needs). judged is false for
+// a search the model has no floor for, or no answer.
+func JudgeFind(fs FindSpec, a Answer) (judged, pass bool, text string) {
+	need := fs.ServiceNeeds()
+	if fs.Search.Limit != FindCPUs || need == 0 || !a.Found {
+		return false, false, ""
+	}
+	if a.Limit > need {
+		return true, true, fmt.Sprintf("As predicted: the model puts the floor at %.3g cores (%.3g requests a second × %d µs each), and the answer, %s, lies above it; the distance is the headroom the tail needs.",
+			need, fs.Load.Rate, fs.Service.WorkUS, LimitText(FindCPUs, a.Limit))
+	}
+	return true, false, fmt.Sprintf("Not as predicted: the answer, %s, is at or below the model's floor of %.3g cores (%.3g requests a second × %d µs each), where the service cannot keep up.",
+		LimitText(FindCPUs, a.Limit), need, fs.Load.Rate, fs.Service.WorkUS)
 }

@@ -68,6 +68,15 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 	if err := checkSteps(l.Steps, spec); err != nil {
 		return fail(err.Field, err.path, "%s", err.Message)
 	}
+	if l.Find != nil {
+		fs, errs := l.FindOf()
+		if errs == nil {
+			_, errs = fs.Check()
+		}
+		if errs != nil {
+			return fail("find."+errs[0].Field, []string{"find"}, "%s", errs[0].Message)
+		}
+	}
 	return l, nil
 }
 

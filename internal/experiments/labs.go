@@ -25,6 +25,10 @@ type Lab struct {
 	Verdict      *VerdictSpec    `json:"verdict,omitempty"`
 	Steps        []Step          `json:"steps,omitempty"`
 	Spec         json.RawMessage `json:"spec"`
+	// Find makes the lab a limit search: its spec's "service" lane under
+	// one limit after another beside its "load" lane, until the smallest
+	// limit that meets the target (the spec's own limit is one example).
+	Find *LabFind `json:"find,omitempty"`
 	// File is the lab file it came from, for a facilitator's lab; empty
 	// for the built-in ones.
 	File string `json:"file,omitempty"`

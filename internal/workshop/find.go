@@ -88,9 +88,17 @@ type SearchView struct {
 	Needs     float64                     `json:"model_needs_cores,omitempty"`
 	Probes    []ProbeView                 `json:"probes"`
 	Answer    *experiments.Answer         `json:"answer,omitempty"`
+	// Verdict compares the answer with the allotment model's floor.
+	Verdict *FindVerdict `json:"verdict,omitempty"`
 	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
 	// GridRuns is how many runs a sweep of every limit once would take.
 	GridRuns int `json:"grid_runs"`
+}
+
+// FindVerdict is a search's answer against the model.
+type FindVerdict struct {
+	Pass        bool   `json:"pass"`
+	Explanation string `json:"explanation"`
 }
 
 // Start checks a search and starts it; its first probe is checked
@@ -296,6 +304,9 @@ func (f *Finder) View(id string) (SearchView, bool) {
 	if s.state == SearchDone {
 		a := s.b.Answer()
 		v.Answer, v.Recommend = &a, s.spec.Recommend(s.b, a)
+		if judged, pass, text := experiments.JudgeFind(s.spec, a); judged {
+			v.Verdict = &FindVerdict{Pass: pass, Explanation: text}
+		}
 	}
 	return v, true
 }
