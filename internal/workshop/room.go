@@ -118,16 +118,6 @@ func (r *Room) memberLocked(id string, at time.Time) (*Member, error) {
 	return m, nil
 }
 
-// Name is a participant's display name, "" if it gave none.
-func (r *Room) Name(id string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m, ok := r.members[id]; ok {
-		return m.Name
-	}
-	return ""
-}
-
 // Members are the room's participants in the order they came.
 func (r *Room) Members() []Member {
 	r.mu.Lock()
