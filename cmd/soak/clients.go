@@ -185,6 +185,11 @@ func presenter(ctx context.Context, cl *http.Client, base string, r *report) {
 	}
 }
 
+// importAttack is refused as well by the import bound (5 a minute a
+// participant) as by the import's checks: a hostile participant trying
+// thirty a minute meets the bound first.
+const importAttack = "an import with a planted command"
+
 // hostile sends, in a bounded loop, the inputs a hostile participant
 // would: each must be refused, and cheaply.
 func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
@@ -208,7 +213,7 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 		{"keys that differ by case", func() (int, []byte, error) {
 			return post(ctx, cl, base+"/api/runs", `{"Lanes": [{"workload": {"kind": "md5"}}]}`)
 		}, http.StatusBadRequest},
-		{"an import with a planted command", func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs/import", planted) }, http.StatusBadRequest},
+		{importAttack, func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs/import", planted) }, http.StatusBadRequest},
 		{"a form post without Origin", func() (int, []byte, error) {
 			res, err := cl.Post(base+"/api/runs", "text/plain", strings.NewReader(smallRun()))
 			if err != nil {
@@ -241,7 +246,7 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 		if err != nil && ctx.Err() != nil {
 			return
 		}
-		r.hostile(a.name, status == a.want, time.Since(start))
+		r.hostile(a.name, status, status == a.want || (a.name == importAttack && status == http.StatusTooManyRequests), time.Since(start))
 	}
 }
 

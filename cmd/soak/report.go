@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +26,7 @@ type report struct {
 type attack struct {
 	tries, refused int
 	slowest        time.Duration
+	statuses       map[int]int // the answers' statuses (0: the connection closed)
 }
 
 func newReport() *report {
@@ -68,15 +71,16 @@ func (r *report) plateau() (mid, after int64) {
 	return mid, after
 }
 
-func (r *report) hostile(name string, refused bool, took time.Duration) {
+func (r *report) hostile(name string, status int, refused bool, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := r.attacks[name]
 	if a == nil {
-		a = &attack{}
+		a = &attack{statuses: map[int]int{}}
 		r.attacks[name] = a
 	}
 	a.tries++
+	a.statuses[status]++
 	if refused {
 		a.refused++
 	}
@@ -161,10 +165,19 @@ func (r *report) markdown(c config, elapsed time.Duration, cpu float64, containe
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(&b, "\n| hostile input | tries | refused as it should be | slowest answer |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n| hostile input | tries | refused as it should be | answers | slowest answer |\n| --- | --- | --- | --- | --- |\n")
 	for _, k := range names {
 		a := r.attacks[k]
-		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", k, a.tries, a.refused, a.slowest.Round(time.Millisecond))
+		codes := slices.Sorted(maps.Keys(a.statuses))
+		answers := make([]string, len(codes))
+		for i, c := range codes {
+			what := strconv.Itoa(c)
+			if c <= 0 {
+				what = "closed"
+			}
+			answers[i] = fmt.Sprintf("%s × %d", what, a.statuses[c])
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", k, a.tries, a.refused, strings.Join(answers, ", "), a.slowest.Round(time.Millisecond))
 	}
 	return b.String()
 }
