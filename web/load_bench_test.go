@@ -157,15 +157,20 @@ type audience struct {
 	cancel        context.CancelFunc
 	baseCPU       float64
 	heapPerViewer float64
+	connected     time.Duration // how long the n viewers took to connect
 }
+
+// dialers is how many viewers connect at once: a keynote's audience
+// arrives together, not one by one.
+const dialers = 16
 
 func watch(b *testing.B, base string, n int, phase time.Duration) *audience {
 	const lanes = 12
 	var ls []string
 	for i := range lanes {
-		ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 300}, "limits": {"cpus": "0.02"}}`, i))
+		ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 1200}, "limits": {"cpus": "0.02"}}`, i))
 	}
-	a := &audience{id: startRunB(b, base, `{"name": "load", "duration": "6m", "lanes": [`+strings.Join(ls, ",")+`]}`)}
+	a := &audience{id: startRunB(b, base, `{"name": "load", "duration": "20m", "lanes": [`+strings.Join(ls, ",")+`]}`)}
 	a.url = "ws" + strings.TrimPrefix(base, "http") + "/api/runs/" + a.id + "/live"
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -180,16 +185,40 @@ func watch(b *testing.B, base string, n int, phase time.Duration) *audience {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	a.vs = make([]*viewer, n)
-	for i := range a.vs {
-		c, _, err := websocket.Dial(ctx, a.url, nil)
-		if err != nil {
-			b.Fatalf("viewer %d: %v", i+1, err)
-		}
-		c.SetReadLimit(1 << 20)
-		a.vs[i] = &viewer{}
-		a.readers.Add(1)
-		go func() { defer a.readers.Done(); a.vs[i].read(ctx, c) }()
+	began := time.Now()
+	next := make(chan int)
+	var mu sync.Mutex
+	var failed []error
+	var dialing sync.WaitGroup
+	for range dialers {
+		dialing.Add(1)
+		// Each dialer connects viewers until none is left.
+		go func() {
+			defer dialing.Done()
+			for i := range next {
+				c, _, err := websocket.Dial(ctx, a.url, nil)
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, fmt.Errorf("viewer %d: %w", i+1, err))
+					mu.Unlock()
+					continue
+				}
+				c.SetReadLimit(16 << 20)
+				a.vs[i] = &viewer{}
+				a.readers.Add(1)
+				go func() { defer a.readers.Done(); a.vs[i].read(ctx, c) }()
+			}
+		}()
 	}
+	for i := range a.vs {
+		next <- i
+	}
+	close(next)
+	dialing.Wait()
+	if len(failed) > 0 {
+		b.Fatalf("%d viewers could not connect, the first: %v", len(failed), failed[0])
+	}
+	a.connected = time.Since(began)
 	time.Sleep(3 * time.Second) // histories sent
 	runtime.GC()
 	var after runtime.MemStats
@@ -288,6 +317,7 @@ func BenchmarkKeynote2000(b *testing.B) {
 		b.ReportMetric(float64(dropped), "dropped")
 		b.ReportMetric((cpu-a.baseCPU)/viewers*1000, "cpu-ms/s/viewer")
 		b.ReportMetric(a.heapPerViewer/1024, "heap-KiB/viewer")
-		b.Logf("%d viewers from one address: %d deliveries; process CPU %.3f cores with them, %.3f without", viewers, len(all), cpu, a.baseCPU)
+		b.ReportMetric(a.connected.Seconds(), "connect-s")
+		b.Logf("%d viewers from one address connected in %s: %d deliveries; process CPU %.3f cores with them, %.3f without", viewers, a.connected.Round(time.Millisecond), len(all), cpu, a.baseCPU)
 	}
 }
