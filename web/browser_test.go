@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -263,12 +264,30 @@ func liveText(t *testing.T, ctx context.Context, selector string) string {
 	return run(t, ctx, chromedp.Evaluate[string](text))
 }
 
-// waitPath waits until the page's location is under prefix: after a click
-// that navigates, a query begun on the old document would lose its nodes
-// to the new one.
+// waitPath waits until the page's location is under prefix and its
+// document has loaded: after a click that navigates, a query begun on the
+// old document would lose its nodes to the new one. It asks from here, a
+// tenth of a second apart, since a poll inside the page dies with the
+// page it began in.
 func waitPath(prefix string) chromedp.Action[chromedp.Void] {
-	return void(chromedp.Poll[bool](`location.pathname.startsWith(`+strconv.Quote(prefix)+`) && document.readyState !== "loading"`,
-		chromedp.WithPollingTimeout(30*time.Second)))
+	return func(ctx context.Context, tgt *chromedp.Target) (chromedp.Void, error) {
+		check := chromedp.Evaluate[bool](`location.pathname.startsWith(` + strconv.Quote(prefix) + `) && document.readyState === "complete"`)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, err := check(ctx, tgt)
+			if err == nil && ok {
+				return chromedp.Void{}, nil
+			}
+			if time.Now().After(deadline) {
+				return chromedp.Void{}, fmt.Errorf("the page did not reach %s within 30 s (last: %v)", prefix, err)
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // browserStart starts a run from the browser, as its participant, and
