@@ -36,24 +36,36 @@ func newServer(t *testing.T) (*httptest.Server, *workshop.Manager) {
 // options changed first.
 func newServerWith(t testing.TB, deps func(*Deps), options ...func(*workshop.Options)) (*httptest.Server, *workshop.Manager) {
 	t.Helper()
+	m := storedManager(t, options...)
+	return serve(t, m, deps), m
+}
+
+// storedManager is a manager on the real engine with a store of its own.
+func storedManager(t testing.TB, options ...func(*workshop.Options)) *workshop.Manager {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() }) // after the manager's shutdown: cleanups run last first
-	m := enginetest.Manager(t, append([]func(*workshop.Options){func(o *workshop.Options) { o.Store = st }}, options...)...)
-	return serve(t, m, deps), m
+	return enginetest.Manager(t, append([]func(*workshop.Options){func(o *workshop.Options) { o.Store = st }}, options...)...)
 }
 
 // serve serves the real router over m as the server serves it: through
 // Listener.
 func serve(t testing.TB, m *workshop.Manager, deps func(*Deps)) *httptest.Server {
+	return serveConns(t, m, deps, 0)
+}
+
+// serveConns serves the router with its listener holding at most maxConns
+// connections (MaxConns if zero), as -max-conns sets it.
+func serveConns(t testing.TB, m *workshop.Manager, deps func(*Deps), maxConns int) *httptest.Server {
 	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Finder: m.Finder(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}
 	srv := httptest.NewUnstartedServer(NewRouter(d))
-	srv.Listener = Listener(srv.Listener, 0)
+	srv.Listener = Listener(srv.Listener, maxConns)
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv

@@ -168,9 +168,9 @@ func watch(b *testing.B, base string, n int, phase time.Duration) *audience {
 	const lanes = 12
 	var ls []string
 	for i := range lanes {
-		ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 1200}, "limits": {"cpus": "0.02"}}`, i))
+		ls = append(ls, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 590}, "limits": {"cpus": "0.02"}}`, i))
 	}
-	a := &audience{id: startRunB(b, base, `{"name": "load", "duration": "20m", "lanes": [`+strings.Join(ls, ",")+`]}`)}
+	a := &audience{id: startRunB(b, base, `{"name": "load", "duration": "10m", "lanes": [`+strings.Join(ls, ",")+`]}`)}
 	a.url = "ws" + strings.TrimPrefix(base, "http") + "/api/runs/" + a.id + "/live"
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -301,8 +301,11 @@ func BenchmarkKeynote2000(b *testing.B) {
 		rounds  = 3
 	)
 	for range b.N {
-		srv, _ := newServerWith(b, func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = viewers, viewers },
-			func(o *workshop.Options) { o.Interval = 500 * time.Millisecond })
+		// The caps and the connections raised for a keynote, as
+		// -max-viewers-per-run, -max-viewers-per-address and -max-conns
+		// would.
+		srv := serveConns(b, storedManager(b, func(o *workshop.Options) { o.Interval = 500 * time.Millisecond }),
+			func(d *Deps) { d.MaxViewersPerRun, d.MaxViewersPerAddress = viewers, viewers }, 2*viewers)
 		a := watch(b, srv.URL, viewers, phase)
 		var all, cpus []float64
 		for round := range rounds {
