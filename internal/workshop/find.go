@@ -85,11 +85,11 @@ type SearchView struct {
 	Max     float64              `json:"max"`
 	Step    float64              `json:"resolution"`
 	// Needs is the model's floor for an open loop (rate × work, cores).
-	Needs     float64                     `json:"model_needs_cores,omitempty"`
-	Probes    []ProbeView                 `json:"probes"`
-	Answer    *experiments.Answer         `json:"answer,omitempty"`
+	Needs  float64             `json:"model_needs_cores,omitempty"`
+	Probes []ProbeView         `json:"probes"`
+	Answer *experiments.Answer `json:"answer,omitempty"`
 	// Verdict compares the answer with the allotment model's floor.
-	Verdict *FindVerdict `json:"verdict,omitempty"`
+	Verdict   *FindVerdict                `json:"verdict,omitempty"`
 	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
 	// GridRuns is how many runs a sweep of every limit once would take.
 	GridRuns int `json:"grid_runs"`
