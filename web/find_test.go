@@ -16,6 +16,24 @@ import (
 const findSpec = `{"name": "right-size", "service": {"kind": "http", "work_us": 4000, "gomaxprocs": "1"}, "load": {"rate": 150, "seconds": 8},
   "target": {"p99_ms": 50}, "search": {"limit": "cpus", "min": "0.2", "max": "1.8", "resolution": "0.1", "repeats": 2}}`
 
+// searchToItsEnd starts a search as c and follows it over the API to its
+// end.
+func searchToItsEnd(t *testing.T, c *http.Client, base, spec string) workshop.SearchView {
+	t.Helper()
+	status, body := postWith(t, c, base+"/api/find", spec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	var v workshop.SearchView
+	enginetest.WaitFor(t, time.Minute, "the search to end", func() bool {
+		getJSON(t, base+"/api/find/"+created.ID, &v)
+		return v.State != workshop.SearchRunning
+	})
+	return v
+}
+
 // TestFindOverTheAPI: a bad search is refused at once naming its field and
 // starts nothing; a participant without the join code cannot start one; a
 // search runs to its answer, each probe a run; another participant
@@ -42,17 +60,8 @@ func TestFindOverTheAPI(t *testing.T) {
 	if status, body := postWith(t, newJarClient(), srv.URL+"/api/find", findSpec); status != http.StatusForbidden || !strings.Contains(body, "join code") {
 		t.Errorf("a search without the join code: %d %s", status, body)
 	}
-	status, body := postWith(t, ada, srv.URL+"/api/find", findSpec)
-	if status != http.StatusCreated {
-		t.Fatalf("%d %s", status, body)
-	}
-	var created struct{ ID string }
-	_ = json.Unmarshal([]byte(body), &created)
-	var v workshop.SearchView
-	enginetest.WaitFor(t, time.Minute, "the search to end", func() bool {
-		getJSON(t, srv.URL+"/api/find/"+created.ID, &v)
-		return v.State != workshop.SearchRunning
-	})
+	v := searchToItsEnd(t, ada, srv.URL, findSpec)
+	created := struct{ ID string }{v.ID}
 	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || v.Answer.Limit != 0.7 || len(v.Probes) == 0 {
 		t.Fatalf("search %s (%s), answer %+v", v.State, v.Error, v.Answer)
 	}
@@ -128,17 +137,8 @@ func TestFindLab(t *testing.T) {
 			t.Errorf("the lab's page lacks %q", want)
 		}
 	}
-	status, body := postWith(t, newJarClient(), srv.URL+"/api/find", `{"lab": "right-size-go"}`)
-	if status != http.StatusCreated {
-		t.Fatalf("%d %s", status, body)
-	}
-	var created struct{ ID string }
-	_ = json.Unmarshal([]byte(body), &created)
-	var v workshop.SearchView
-	enginetest.WaitFor(t, time.Minute, "the lab's search to end", func() bool {
-		getJSON(t, srv.URL+"/api/find/"+created.ID, &v)
-		return v.State != workshop.SearchRunning
-	})
+	v := searchToItsEnd(t, newJarClient(), srv.URL, `{"lab": "right-size-go"}`)
+	created := struct{ ID string }{v.ID}
 	if v.Answer == nil || v.Answer.Limit != 0.7 || v.Verdict == nil || !v.Verdict.Pass || v.Spec.Lab != "right-size-go" {
 		t.Fatalf("the lab's search: %s %s, answer %+v, verdict %+v", v.State, v.Error, v.Answer, v.Verdict)
 	}
