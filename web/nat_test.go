@@ -175,3 +175,45 @@ func TestAKeynoteFromOneAddress(t *testing.T) {
 		t.Errorf("projector %d of a stream capped at %d: %v %v", audience+1, audience, err, res)
 	}
 }
+
+// TestJoinedViewersAreNotCountedByAddress: behind one NAT, participants
+// who entered the join code each watch, past the per-address viewer cap;
+// a viewer without the code is held to it.
+func TestJoinedViewersAreNotCountedByAddress(t *testing.T) {
+	srv, m, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42"; d.MaxViewersPerAddress = 1 })
+	fake.Runtime = time.Minute
+	ada := joinAs(t, srv.URL, "room-42", "Ada")
+	status, body := postWith(t, ada, srv.URL+"/api/runs", roomSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %s", status, body)
+	}
+	var created struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &created)
+	defer func() { _ = m.Stop(created.ID) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/runs/" + created.ID + "/live"
+	dial := func(c *http.Client) int {
+		conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: c})
+		if err != nil {
+			if res == nil {
+				t.Fatal(err)
+			}
+			return res.StatusCode
+		}
+		t.Cleanup(func() { conn.CloseNow() })
+		return http.StatusSwitchingProtocols
+	}
+	for i, c := range []*http.Client{ada, joinAs(t, srv.URL, "room-42", "Grace"), joinAs(t, srv.URL, "room-42", "Linus")} {
+		if s := dial(c); s != http.StatusSwitchingProtocols {
+			t.Errorf("joined viewer %d from an address capped at one stream: %d", i+1, s)
+		}
+	}
+	anon := &http.Client{Timeout: 10 * time.Second}
+	if s := dial(anon); s != http.StatusSwitchingProtocols {
+		t.Fatalf("the address's one uncounted-by-code viewer: %d", s)
+	}
+	if s := dial(anon); s != http.StatusTooManyRequests {
+		t.Errorf("a second viewer without the code from the same address: %d, want 429", s)
+	}
+}

@@ -91,7 +91,7 @@ func TestBehindATLSProxy(t *testing.T) {
 	}
 	var secure bool
 	for _, c := range res.Cookies() {
-		secure = c.Name == ParticipantCookie && c.Secure
+		secure = secure || (c.Name == ParticipantCookie && c.Secure)
 	}
 	if !secure {
 		t.Errorf("the participant cookie over https through a trusted proxy is not Secure: %v", res.Header["Set-Cookie"])

@@ -88,6 +88,9 @@ func NewBisection(min, max, resolution float64, repeats int, target FindTarget) 
 // last is the grid's last step, Max.
 func (b *Bisection) last() int { return int(math.Ceil((b.Max-b.Min)/b.Resolution - 1e-9)) }
 
+// Limits is how many limits the grid has: what a sweep of each once runs.
+func (b *Bisection) Limits() int { return b.last() + 1 }
+
 // Limit is step i's limit, to a millionth (0.9, not 0.9000000000000001:
 // the docker CLI takes six decimals); the last step is Max itself.
 func (b *Bisection) Limit(i int) float64 {

@@ -297,10 +297,7 @@ func (f *Finder) View(id string) (SearchView, bool) {
 			v.Probes[len(v.Probes)-1].State = string(rv.State)
 		}
 	}
-	for i := 0; s.b.Limit(i) < s.b.Max; i++ {
-		v.GridRuns++
-	}
-	v.GridRuns++
+	v.GridRuns = s.b.Limits()
 	if s.state == SearchDone {
 		a := s.b.Answer()
 		v.Answer, v.Recommend = &a, s.spec.Recommend(s.b, a)
