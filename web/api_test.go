@@ -28,7 +28,7 @@ var testClient = func() *http.Client {
 
 // newServer serves the real router over a runner on the real engine, with
 // a store in a fresh directory.
-func newServer(t *testing.T) (*httptest.Server, *workshop.Manager) {
+func newServer(t testing.TB) (*httptest.Server, *workshop.Manager) {
 	return newServerWith(t, nil)
 }
 
@@ -71,13 +71,13 @@ func serveConns(t testing.TB, m *workshop.Manager, deps func(*Deps), maxConns in
 	return srv
 }
 
-func postJSON(t *testing.T, url, body string) (int, []byte) {
+func postJSON(t testing.TB, url, body string) (int, []byte) {
 	t.Helper()
 	status, b := postWith(t, testClient, url, body)
 	return status, []byte(b)
 }
 
-func getJSON(t *testing.T, url string, v any) int {
+func getJSON(t testing.TB, url string, v any) int {
 	t.Helper()
 	res, err := testClient.Get(url)
 	if err != nil {

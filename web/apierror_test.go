@@ -18,7 +18,7 @@ import (
 // checkErrorShape fails unless b is the API's one error shape: an object
 // with "errors", a non-empty list of {lane, field, message} with a field
 // and a message, and at most "quota" beside it.
-func checkErrorShape(t *testing.T, what string, contentType string, b []byte) {
+func checkErrorShape(t testing.TB, what string, contentType string, b []byte) {
 	t.Helper()
 	if !strings.HasPrefix(contentType, "application/json") {
 		t.Errorf("%s: Content-Type %q, want JSON: %s", what, contentType, b)

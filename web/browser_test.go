@@ -19,7 +19,7 @@ import (
 
 // chromiumPath is Debian's Chromium; LIMITLAB_CHROMIUM overrides it. No
 // test downloads a browser of its own.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv("LIMITLAB_CHROMIUM")
 	if p == "" {
@@ -32,7 +32,7 @@ func chromiumPath(t *testing.T) string {
 }
 
 // browser starts headless Chromium with a fresh profile.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	if _, err := os.Stat("../static/vendor/uPlot.iife.min.js"); err != nil {
 		t.Fatal("static/vendor has no uPlot: run `make assets` (npm ci, then copy) first")
@@ -58,7 +58,7 @@ func browser(t *testing.T) context.Context {
 
 // screenshotPath is where the browser tests save what they saw:
 // LIMITLAB_SCREENSHOTS if set, else the test's temporary directory.
-func screenshotPath(t *testing.T, name string) string {
+func screenshotPath(t testing.TB, name string) string {
 	dir := os.Getenv("LIMITLAB_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -75,7 +75,7 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 }
 
 // run runs one action that returns a value, failing the test on error.
-func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+func run[T any](t testing.TB, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
@@ -255,7 +255,7 @@ func TestBrowserChangesLimitsLive(t *testing.T) {
 // its view moves on, so a node found by one query may be detached by the
 // next (chromedp then reads it as empty): the text is read in the page, by
 // one expression at each poll.
-func liveText(t *testing.T, ctx context.Context, selector string) string {
+func liveText(t testing.TB, ctx context.Context, selector string) string {
 	t.Helper()
 	text := `(document.querySelector(` + strconv.Quote(selector) + `) || {textContent: ""}).textContent`
 	if err := chromedp.Do(ctx, void(chromedp.Poll[bool](text+` !== ""`, chromedp.WithPollingTimeout(30*time.Second)))); err != nil {
@@ -292,7 +292,7 @@ func waitPath(prefix string) chromedp.Action[chromedp.Void] {
 
 // browserStart starts a run from the browser, as its participant, and
 // returns the run's id.
-func browserStart(t *testing.T, ctx context.Context, base, spec string) string {
+func browserStart(t testing.TB, ctx context.Context, base, spec string) string {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/runs")); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ const findSpec = `{"name": "right-size", "service": {"kind": "http", "work_us": 
 
 // searchToItsEnd starts a search as c and follows it over the API to its
 // end.
-func searchToItsEnd(t *testing.T, c *http.Client, base, spec string) workshop.SearchView {
+func searchToItsEnd(t testing.TB, c *http.Client, base, spec string) workshop.SearchView {
 	t.Helper()
 	status, body := postWith(t, c, base+"/api/find", spec)
 	if status != http.StatusCreated {

@@ -113,7 +113,7 @@ func TestFacilitatorLabs(t *testing.T) {
 	}
 }
 
-func getPage(t *testing.T, url string) string {
+func getPage(t testing.TB, url string) string {
 	t.Helper()
 	res, err := testClient.Get(url)
 	if err != nil {
@@ -126,7 +126,7 @@ func getPage(t *testing.T, url string) string {
 
 // facilitatorDir loads a directory of a good and a broken lab file as -labs
 // does, until the test ends.
-func facilitatorDir(t *testing.T) {
+func facilitatorDir(t testing.TB) {
 	t.Helper()
 	prev := experiments.Current()
 	t.Cleanup(func() { experiments.Install(prev) })

@@ -14,7 +14,7 @@ import (
 )
 
 // joinAs joins the room with the code as a new browser, under name.
-func joinAs(t *testing.T, base, code, name string) *http.Client {
+func joinAs(t testing.TB, base, code, name string) *http.Client {
 	t.Helper()
 	c := newJarClient()
 	body, _ := json.Marshal(map[string]string{"code": code, "name": name})

@@ -33,7 +33,7 @@ func freePort(t testing.TB) int {
 // startNginx runs Debian's nginx as a TLS reverse proxy on 127.0.0.1:port
 // in front of upstream until the test ends; it returns a pool that trusts
 // its certificate. No nginx is a failure, never a skip.
-func startNginx(t *testing.T, port int, upstream string) *x509.CertPool {
+func startNginx(t testing.TB, port int, upstream string) *x509.CertPool {
 	t.Helper()
 	p, err := enginetest.StartNginx(t.TempDir(), port, upstream)
 	if err != nil {

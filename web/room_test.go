@@ -16,7 +16,7 @@ import (
 
 const roomSpec = `{"name": "r", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "seconds": 30}, "limits": {"cpus": "0.1"}}]}`
 
-func postWith(t *testing.T, c *http.Client, url, body string) (int, string) {
+func postWith(t testing.TB, c *http.Client, url, body string) (int, string) {
 	t.Helper()
 	res, err := c.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {

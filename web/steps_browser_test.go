@@ -57,7 +57,7 @@ func TestBrowserWalksAGuidedLab(t *testing.T) {
 }
 
 // writeShot saves a screenshot where screenshotPath says.
-func writeShot(t *testing.T, name string, png []byte) error {
+func writeShot(t testing.TB, name string, png []byte) error {
 	path := screenshotPath(t, name)
 	t.Logf("screenshot: %s", path)
 	return os.WriteFile(path, png, 0o644)

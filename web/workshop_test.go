@@ -23,7 +23,7 @@ func withPresenter(d *Deps) { d.PresenterToken = presenterToken }
 
 // startRun posts a spec as the test client's participant and returns the
 // run's id.
-func startRun(t *testing.T, base, spec string) string {
+func startRun(t testing.TB, base, spec string) string {
 	t.Helper()
 	status, body := postJSON(t, base+"/api/runs", spec)
 	if status != http.StatusCreated {
@@ -34,12 +34,12 @@ func startRun(t *testing.T, base, spec string) string {
 	return created.ID
 }
 
-func waitEnded(t *testing.T, base, id string) runner.RunView {
+func waitEnded(t testing.TB, base, id string) runner.RunView {
 	t.Helper()
 	return waitEndedWithin(t, base, id, time.Minute)
 }
 
-func waitEndedWithin(t *testing.T, base, id string, within time.Duration) runner.RunView {
+func waitEndedWithin(t testing.TB, base, id string, within time.Duration) runner.RunView {
 	t.Helper()
 	var v runner.RunView
 	enginetest.WaitFor(t, within, "run "+id+" to end", func() bool {
@@ -50,7 +50,7 @@ func waitEndedWithin(t *testing.T, base, id string, within time.Duration) runner
 	return v
 }
 
-func call(t *testing.T, c *http.Client, method, url, token string) (int, string) {
+func call(t testing.TB, c *http.Client, method, url, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
 	req.Header.Set("Content-Type", "application/json") // a script's call, without Origin

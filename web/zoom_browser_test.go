@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/limitlab/limitlab/internal/enginetest"
 )
 
 // spread is how far one lane's values swing in a zoomed chart.
@@ -23,6 +24,10 @@ type spread struct {
 // 5 ms/10 ms lane's, throttled a little in every sample, stays flat. The
 // run page reports how the samples kept to the 50 ms.
 func TestBrowserZoomShowsTheQuotaPeriod(t *testing.T) {
+	enginetest.Measure(t, "the quota-period lab zoomed", zoomShowsTheQuotaPeriod)
+}
+
+func zoomShowsTheQuotaPeriod(t testing.TB) {
 	srv, _ := newServer(t)
 	ctx := browser(t)
 	err := chromedp.Do(ctx,

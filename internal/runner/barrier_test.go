@@ -13,7 +13,7 @@ import (
 
 // barrierRun runs n parallel spin lanes and returns its start barrier's
 // outcome, having checked that every lane counts from its instant.
-func barrierRun(t *testing.T, m *workshop.Manager, n int) runner.StartView {
+func barrierRun(t testing.TB, m *workshop.Manager, n int) runner.StartView {
 	t.Helper()
 	var lanes []string
 	for i := range n {

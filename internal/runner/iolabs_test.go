@@ -20,24 +20,26 @@ func TestIOLabs(t *testing.T) {
 	eng, _, _ := realEngine(t)
 	for _, id := range []string{"io-write-bps", "io-read-limits", "noisy-neighbour-io"} {
 		t.Run(id, func(t *testing.T) {
-			m := newTestManager(t)
-			r := startSpec(t, m, `{"lab": "`+id+`"}`)
-			v := waitDone(t, r, 3*time.Minute)
-			if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
-				t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
-			}
-			t.Logf("%s: %s", id, v.Verdict.Explanation)
-			enginetest.Figure(t, id+" (MiB/s or ops/s)", "%s (limits %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
-			if !v.Verdict.Pass {
-				t.Errorf("verdict failed: %s", v.Verdict.Explanation)
-			}
-			if n := labelled(t, r.ID()); n != 0 {
-				t.Errorf("%d containers remain", n)
-			}
-			vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+r.ID())})
-			if err != nil || len(vols.Items) != 0 {
-				t.Errorf("volumes remain: %v %v", vols.Items, err)
-			}
+			enginetest.Measure(t, id, func(t testing.TB) {
+				m := newTestManager(t)
+				r := startSpec(t, m, `{"lab": "`+id+`"}`)
+				v := waitDone(t, r, 3*time.Minute)
+				if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
+					t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
+				}
+				t.Logf("%s: %s", id, v.Verdict.Explanation)
+				enginetest.Figure(t, id+" (MiB/s or ops/s)", "%s (limits %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
+				if !v.Verdict.Pass {
+					t.Errorf("verdict failed: %s", v.Verdict.Explanation)
+				}
+				if n := labelled(t, r.ID()); n != 0 {
+					t.Errorf("%d containers remain", n)
+				}
+				vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+r.ID())})
+				if err != nil || len(vols.Items) != 0 {
+					t.Errorf("volumes remain: %v %v", vols.Items, err)
+				}
+			})
 		})
 	}
 }

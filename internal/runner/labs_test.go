@@ -18,37 +18,43 @@ import (
 func TestCPULabs(t *testing.T) {
 	for _, id := range []string{"cpus-ladder", "shares-contention", "threads-vs-cpus", "cpuset-one-thread"} {
 		t.Run(id, func(t *testing.T) {
-			m := newTestManager(t)
-			r := startSpec(t, m, `{"lab": "`+id+`"}`)
-			v := waitDone(t, r, 3*time.Minute)
-			if v.State != runner.StateDone || v.Lab != id {
-				t.Fatalf("state %s lab %q: %s", v.State, v.Lab, v.Error)
-			}
-			verdict := v.Verdict
-			if verdict == nil || !verdict.Judged {
-				t.Fatalf("verdict %+v", verdict)
-			}
-			t.Logf("%s: predicted %v measured %v", id, verdict.Predicted, verdict.Measured)
-			enginetest.Figure(t, id+" ("+verdict.Metric+" ratios)", "%s (predicted %s)", enginetest.Ratios(verdict.Measured), enginetest.Ratios(verdict.Predicted))
-			for i := range verdict.Predicted {
-				dev := verdict.Measured[i]/verdict.Predicted[i] - 1
-				if (dev > verdict.Tolerance || dev < -verdict.Tolerance) && !enginetest.EmulatedCPU() {
-					t.Errorf("lane %d: measured %.3f, predicted %.3f: %.1f%% off, tolerance %.0f%%",
-						i, verdict.Measured[i], verdict.Predicted[i], 100*dev, 100*verdict.Tolerance)
+			enginetest.Measure(t, id, func(t testing.TB) {
+				m := newTestManager(t)
+				r := startSpec(t, m, `{"lab": "`+id+`"}`)
+				v := waitDone(t, r, 3*time.Minute)
+				if v.State != runner.StateDone || v.Lab != id {
+					t.Fatalf("state %s lab %q: %s", v.State, v.Lab, v.Error)
 				}
-			}
-			enginetest.CheckVerdict(t, verdict)
-			checkSteps(t, v)
-			for _, l := range v.Lanes {
-				if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
-					t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
+				verdict := v.Verdict
+				if verdict == nil || !verdict.Judged {
+					t.Fatalf("verdict %+v", verdict)
 				}
-			}
+				t.Logf("%s: predicted %v measured %v", id, verdict.Predicted, verdict.Measured)
+				enginetest.Figure(t, id+" ("+verdict.Metric+" ratios)", "%s (predicted %s)", enginetest.Ratios(verdict.Measured), enginetest.Ratios(verdict.Predicted))
+				for i := range verdict.Predicted {
+					dev := verdict.Measured[i]/verdict.Predicted[i] - 1
+					if (dev > verdict.Tolerance || dev < -verdict.Tolerance) && !enginetest.EmulatedCPU() {
+						t.Errorf("lane %d: measured %.3f, predicted %.3f: %.1f%% off, tolerance %.0f%%",
+							i, verdict.Measured[i], verdict.Predicted[i], 100*dev, 100*verdict.Tolerance)
+					}
+				}
+				enginetest.CheckVerdict(t, verdict)
+				checkSteps(t, v)
+				for _, l := range v.Lanes {
+					if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
+						t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
+					}
+				}
+			})
 		})
 	}
 }
 
 func TestLiveLimitChange(t *testing.T) {
+	enginetest.Measure(t, "a live change of --cpus", liveLimitChange)
+}
+
+func liveLimitChange(t testing.TB) {
 	m := newTestManager(t)
 	r := startSpec(t, m, `{"name": "live change", "duration": "60s",
 	  "lanes": [{"name": "spinner", "workload": {"kind": "spin", "seconds": 5}, "limits": {"cpus": "1"}}]}`)
@@ -88,16 +94,23 @@ func TestLiveLimitChange(t *testing.T) {
 			before = append(before, s.CPU)
 		}
 	}
-	if median(before) < 0.8 {
+	// On emulated CPUs the guest's CPU time is diluted by the host's
+	// scheduler (EmulatedCPU): a whole CPU there measures 0.7 to 1.
+	floor := 0.8
+	if enginetest.EmulatedCPU() {
+		floor = 0.6
+	}
+	if median(before) < floor {
 		t.Errorf("CPU before the change %v, want about 1", before)
 	}
 	if len(after) < 2 {
 		t.Fatalf("%d samples after the change", len(after))
 	}
 	// The first whole sample after the change may still hold a period
-	// that began under the old quota; by the second the drop shows.
-	if s := after[1]; s.CPU > 0.4 {
-		t.Errorf("second sample after the change, at %.2fs: CPU %.2f, want about 0.25", s.T, s.CPU)
+	// that began under the old quota; by the second the drop shows: a
+	// quarter of a CPU, under half of what the lane had before.
+	if s := after[1]; s.CPU > 0.4 || s.CPU > median(before)/2 {
+		t.Errorf("second sample after the change, at %.2fs: CPU %.2f (%.2f before), want about 0.25", s.T, s.CPU, median(before))
 	}
 	// The kernel view follows the change: the quota file, read back
 	// from the running container after the update, holds a quarter CPU.
@@ -156,7 +169,7 @@ func TestLiveMemoryChangeInNextSample(t *testing.T) {
 
 // checkSteps asserts that a guided lab's steps were all ticked while it
 // ran, each after the one before it; on emulated CPUs it only logs them.
-func checkSteps(t *testing.T, v runner.RunView) {
+func checkSteps(t testing.TB, v runner.RunView) {
 	t.Helper()
 	prev := 0.0
 	for _, s := range v.Steps {

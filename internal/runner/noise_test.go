@@ -17,7 +17,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-func hostSamplesOf(t *testing.T, r *runner.Run) []runner.HostSample {
+func hostSamplesOf(t testing.TB, r *runner.Run) []runner.HostSample {
 	t.Helper()
 	var out []runner.HostSample
 	for _, b := range r.Hub().History() {
@@ -32,7 +32,7 @@ func hostSamplesOf(t *testing.T, r *runner.Run) []runner.HostSample {
 	return out
 }
 
-func runLab(t *testing.T, id string) runner.RunView {
+func runLab(t testing.TB, id string) runner.RunView {
 	t.Helper()
 	m := newTestManager(t)
 	lab, ok := experiments.LabByID(id)
@@ -57,6 +57,10 @@ func runLab(t *testing.T, id string) runner.RunView {
 // run, on a quiet host, is judged as before, and the series is judged
 // over it alone, saying so.
 func TestNoisyHostMakesAVerdictInconclusive(t *testing.T) {
+	enginetest.Measure(t, "a noisy run, then a quiet one", noisyThenQuiet)
+}
+
+func noisyThenQuiet(t testing.TB) {
 	m := newTestManager(t)
 	lab, ok := experiments.LabByID("noisy-neighbour-cpu")
 	if !ok {
@@ -116,7 +120,7 @@ func TestNoisyHostMakesAVerdictInconclusive(t *testing.T) {
 }
 
 // procTicks reads fields of a /proc stat line as numbers.
-func procFields(t *testing.T, path string) []string {
+func procFields(t testing.TB, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -129,7 +133,7 @@ func procFields(t *testing.T, path string) []string {
 	return strings.Fields(line)
 }
 
-func atoi(t *testing.T, s string) float64 {
+func atoi(t testing.TB, s string) float64 {
 	t.Helper()
 	n, err := strconv.ParseFloat(s, 64)
 	if err != nil {
@@ -146,7 +150,7 @@ type handRead struct {
 	steal, loop, wait float64
 }
 
-func readByHand(t *testing.T, loop, lane int) handRead {
+func readByHand(t testing.TB, loop, lane int) handRead {
 	t.Helper()
 	h := handRead{at: time.Now()}
 	h.steal = atoi(t, procFields(t, "/proc/stat")[8]) / 100

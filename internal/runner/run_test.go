@@ -18,18 +18,18 @@ import (
 	"github.com/moby/moby/client"
 )
 
-func newTestManager(t *testing.T) *workshop.Manager { return enginetest.Manager(t) }
+func newTestManager(t testing.TB) *workshop.Manager { return enginetest.Manager(t) }
 
 func realEngine(t testing.TB) (*client.Client, string, engine.HostInfo) { return enginetest.Engine(t) }
 
 func labelled(t testing.TB, runID string) int { return enginetest.Labelled(t, runID) }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	enginetest.WaitFor(t, within, what, cond)
 }
 
 // startSpec validates a JSON spec and starts it.
-func startSpec(t *testing.T, m *workshop.Manager, specJSON string) *runner.Run {
+func startSpec(t testing.TB, m *workshop.Manager, specJSON string) *runner.Run {
 	t.Helper()
 	spec, p := enginetest.Plan(t, m, specJSON)
 	r, err := m.Submit(spec, p, "")
@@ -39,7 +39,7 @@ func startSpec(t *testing.T, m *workshop.Manager, specJSON string) *runner.Run {
 	return r
 }
 
-func waitDone(t *testing.T, r *runner.Run, within time.Duration) runner.RunView {
+func waitDone(t testing.TB, r *runner.Run, within time.Duration) runner.RunView {
 	return enginetest.WaitDone(t, r, within)
 }
 
@@ -254,7 +254,7 @@ func TestEngineStatsFallback(t *testing.T) {
 }
 
 // samplesOf is every sample batch the run published, in order, flattened.
-func samplesOf(t *testing.T, r *runner.Run) []engine.Sample {
+func samplesOf(t testing.TB, r *runner.Run) []engine.Sample {
 	t.Helper()
 	hist, _ := r.Hub().Subscribe()
 	var out []engine.Sample
