@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -100,4 +101,14 @@ func (h pages) findFragment(w http.ResponseWriter, r *http.Request) {
 	if v, ok := h.search(w, r); ok {
 		templ.Handler(findLive(v)).ServeHTTP(w, r)
 	}
+}
+
+// serviceText says what a search runs: the built-in service and its work,
+// or a facilitator's image.
+func serviceText(fs experiments.FindSpec) string {
+	w := fs.Service
+	if w.Kind == experiments.KindImage {
+		return fmt.Sprintf("the facilitator's image %s, serving on port %d", w.Image, w.Port)
+	}
+	return fmt.Sprintf("the built-in Go HTTP service, %d µs of CPU a request, GOMAXPROCS %s", w.WorkUS, w.GOMAXPROCS)
 }

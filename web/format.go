@@ -38,6 +38,9 @@ func laneLimits(l runner.LaneResult) string {
 
 func workloadText(w experiments.Workload) string {
 	args := w.Args()
+	if w.Kind == experiments.KindImage {
+		args = append([]string{w.Image}, args...)
+	}
 	return strings.Join(args, " ")
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/experiments"
+
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -47,6 +49,7 @@ type config struct {
 	tlsKey       string
 	viewersRun   int
 	viewersAddr  int
+	images       []string // -allow-image: a facilitator's images
 }
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
@@ -106,6 +109,13 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `file` (PEM) of -tls-cert")
 	fs.IntVar(&c.viewersRun, "max-viewers-per-run", web.DefaultMaxViewersPerRun, "live viewers one run may have at once")
 	fs.IntVar(&c.viewersAddr, "max-viewers-per-address", web.DefaultMaxViewersPerAddress, "live streams one client address may hold open at once; participants who entered the join code are not counted by address")
+	fs.Func("allow-image", "`name` of an image already on the engine that lab files may run as a facilitator's service, with its port and command (repeatable; nothing is pulled, and a participant's spec never names an image)", func(s string) error {
+		if err := experiments.CheckImageName(s); err != nil {
+			return err
+		}
+		c.images = append(c.images, s)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -70,7 +70,7 @@ func samplerClient(a *engine.SamplerAddress) (*sampler.Client, error) {
 // prepareEngine makes an engine ready for runs: it probes its host, builds
 // the workload image there, probes its block IO control with a container,
 // and removes what an earlier life of this server left on it.
-func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, images []string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
 	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
 	if err != nil {
 		return host, "", err
@@ -86,6 +86,8 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 	if err != nil {
 		return host, "", err
 	}
+	// A facilitator's images are looked for, never pulled.
+	engine.ProbeImages(ctx, eng, &host, images, log)
 	// Block IO control is decided by what a probe container is given.
 	engine.ProbeIO(ctx, eng, &host, image, log)
 	w, th := host.IOWeight(), host.IOThrottle()
@@ -179,7 +181,7 @@ func run(ctx context.Context, args []string) error {
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
 	prepare := func(eng engine.Engine, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
 		return func(ctx context.Context) (engine.HostInfo, string, error) {
-			return prepareEngine(ctx, eng, smp, cfg.cgroupRoot, bin, st, instance, log)
+			return prepareEngine(ctx, eng, smp, cfg.cgroupRoot, bin, cfg.images, st, instance, log)
 		}
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,

@@ -23,13 +23,19 @@ const WorkloadUser = "65534:65534"
 // small tmpfs, and has a pids limit. It has no network: only loopback. A
 // load lane joins the network namespace of the http lane it loads
 // (targetID), the run's private network, which has no address anything
-// outside the run could reach and goes when the service goes.
+// outside the run could reach and goes when the service goes. A
+// facilitator's service (experiments.KindImage) runs its own image and
+// command, hardened the same way; it keeps no progress file and waits at
+// no barrier.
 func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, image, targetID string, opts ...LaneOption) client.ContainerCreateOptions {
 	var o laneOptions
 	for _, f := range opts {
 		f(&o)
 	}
 	cmd := l.Workload.Args()
+	if l.Workload.Kind == experiments.KindImage {
+		image, o = l.Workload.Image, laneOptions{}
+	}
 	if o.progressFile {
 		cmd = append(cmd, "-progress-file", wire.ProgressPath)
 	}

@@ -55,6 +55,9 @@ type HostInfo struct {
 	// DataRootDevice is the disk under the engine's data root (what the
 	// device "auto" means).
 	DataRootDevice string
+	// Images are the facilitator's images the server allows, each with
+	// whether the engine has it (ProbeImages).
+	Images map[string]bool
 	// IO is what the block IO probe container showed (ProbeIO); nil until
 	// a probe ran.
 	IO *IOProbe
@@ -143,7 +146,10 @@ func (h HostInfo) SharesNote() string {
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
 	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
-		Kubernetes: h.Kubernetes()}
+		Kubernetes: h.Kubernetes(), Images: map[string]bool{}}
+	for name, present := range h.Images {
+		eh.Images[name] = present
+	}
 	if h.local {
 		eh.DeviceExists = isBlockDevice
 		eh.DiskFree = FreeBytes(h.dataRoot)

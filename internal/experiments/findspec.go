@@ -62,6 +62,9 @@ func ParseFind(data []byte) (FindSpec, Errors) {
 		return fs, Errors{{Lane: -1, Field: jsonField(err, "find"), Message: jsonMessage(err)}}
 	}
 	if fs.Lab == "" {
+		if fs.Service.namesImage() {
+			return fs, Errors{imageRefused(-1, "service.image")}
+		}
 		return fs, nil
 	}
 	lab, ok := LabByID(fs.Lab)
@@ -169,8 +172,8 @@ func (fs FindSpec) Range() (min, max, resolution float64, errs Errors) {
 func (fs FindSpec) Check() (*Bisection, Errors) {
 	var errs Errors
 	bad := func(field, msg string) { errs = append(errs, FieldError{Lane: -1, Field: field, Message: msg}) }
-	if fs.Service.Kind != KindHTTP {
-		bad("service.kind", fmt.Sprintf("a search runs the built-in %q service, got %q", KindHTTP, fs.Service.Kind))
+	if !fs.Service.Service() {
+		bad("service.kind", fmt.Sprintf("a search runs the built-in %q service or a facilitator's image, got %q", KindHTTP, fs.Service.Kind))
 	}
 	l := fs.Load
 	switch {

@@ -240,7 +240,7 @@ func topicOf(spec Spec) string {
 	topic := "cpu"
 	for _, l := range spec.Lanes {
 		switch {
-		case l.Workload.Kind == KindHTTP || l.Workload.Kind == KindLoad:
+		case l.Workload.Service() || l.Workload.Kind == KindLoad:
 			return "services"
 		case l.Limits.DeviceReadBps != "" || l.Limits.DeviceWriteBps != "" || l.Limits.DeviceReadIOps != "" ||
 			l.Limits.DeviceWriteIOps != "" || l.Limits.BlkioWeight != "" || l.Limits.BlkioWeightDevice != "" ||

@@ -28,7 +28,11 @@ type rawSpec struct {
 func Parse(data []byte) (Spec, Errors) {
 	raw, errs := decodeRaw(data)
 	if errs != nil || raw.Lab == "" {
-		return lanesOf(raw, errs)
+		spec, errs := lanesOf(raw, errs)
+		if errs == nil {
+			errs = RefuseImages(spec)
+		}
+		return spec, errs
 	}
 	lab, ok := LabByID(raw.Lab)
 	switch {

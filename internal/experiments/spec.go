@@ -90,6 +90,14 @@ type Workload struct {
 	// The disk workloads: block size in bytes, and reads in flight.
 	BS    Bytes `json:"bs,omitempty"`
 	Depth int   `json:"depth,omitempty"`
+	// A facilitator's service (KindImage), from a lab file only: an image
+	// already on the engine, the port it serves on, and its command (the
+	// image's CMD: the words after its entrypoint, separated by spaces; the
+	// image's own when empty). On a load lane, Port is its target's, set
+	// by Validate.
+	Image string `json:"image,omitempty"`
+	Port  int    `json:"port,omitempty"`
+	Cmd   string `json:"command,omitempty"`
 }
 
 // Limits are the docker run flags Limit Lab supports, spelled as the CLI

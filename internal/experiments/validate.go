@@ -41,6 +41,11 @@ type Host struct {
 	// Kubernetes says the engine runs each lane as a pod: every lane gets
 	// its resources in Kubernetes' words (PlannedLane.Pod).
 	Kubernetes bool
+	// Images are the facilitator's images this server allows
+	// (-allow-image), each with whether it is on this engine. Nil when
+	// unknown (a lab file read on its own): images go unchecked then, and
+	// are checked against the engine before any run.
+	Images map[string]bool
 }
 
 // Resources are a lane's limits resolved to the numbers the Engine API takes
@@ -213,6 +218,9 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 		for _, e := range werrs {
 			add(i, e.Field, "%s", e.Message)
 		}
+		if e := checkAllowed(i, w, host); e != nil {
+			errs = append(errs, *e)
+		}
 		res, pod, lerrs := resolveLane(lane, w, host)
 		for _, e := range lerrs {
 			add(i, e.Field, "%s", e.Message)
@@ -269,10 +277,13 @@ func linkTargets(plan *Plan) Errors {
 		switch {
 		case !ok:
 			errs = append(errs, FieldError{Lane: i, Field: "workload.target", Message: fmt.Sprintf("no lane is named %q", w.Target)})
-		case plan.Lanes[j].Workload.Kind != KindHTTP:
+		case !plan.Lanes[j].Workload.Service():
 			errs = append(errs, FieldError{Lane: i, Field: "workload.target", Message: fmt.Sprintf("lane %q runs %s, not an http service", w.Target, plan.Lanes[j].Workload.Kind)})
 		default:
 			plan.Lanes[i].Target = j
+			if t := plan.Lanes[j].Workload; t.Kind == KindImage {
+				plan.Lanes[i].Workload.Port = t.Port
+			}
 		}
 	}
 	return errs
@@ -321,7 +332,7 @@ func groups(plan Plan) [][]int {
 		}
 		var g []int
 		for j := range plan.Lanes {
-			if !placed[j] && (j == service || plan.TargetOf(j) == service && plan.Lanes[service].Workload.Kind == KindHTTP) {
+			if !placed[j] && (j == service || plan.TargetOf(j) == service && plan.Lanes[service].Workload.Service()) {
 				g = append(g, j)
 				placed[j] = true
 			}

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -101,6 +102,10 @@ func validateWorkload(w Workload) (Workload, Errors) {
 				add("workload.gomaxprocs", "want auto, host or a number from 1 to 1024, got %q", g)
 			}
 		}
+	case KindImage:
+		// seconds 0: serve until the lanes that load it have ended.
+		usesSeconds = true
+		validateImage(&w, add)
 	case KindLoad:
 		ints = []bound{{"concurrency", &w.Concurrency, 1, 1024}}
 		usesSeconds = true
@@ -155,6 +160,13 @@ func validateWorkload(w Workload) (Workload, Errors) {
 			add("workload."+field, "does not apply to the %s workload", w.Kind)
 		}
 	}
+	if w.Kind != KindImage {
+		for field, set := range map[string]bool{"image": w.Image != "", "port": w.Port != 0, "command": w.Cmd != ""} {
+			if set {
+				add("workload."+field, "does not apply to the %s workload", w.Kind)
+			}
+		}
+	}
 	if w.Disk() && w.BS%4096 != 0 {
 		add("workload.bs", "must be a multiple of 4096 bytes for O_DIRECT, got %d", w.BS)
 	}
@@ -184,9 +196,18 @@ func (w Workload) Command() wire.Command {
 	if w.Kind == KindLoad {
 		// A load lane shares its service's network namespace.
 		c.Target = wire.ServiceURL
+		if w.Port != 0 {
+			c.Target = "http://127.0.0.1:" + strconv.Itoa(w.Port) + "/"
+		}
 	}
 	return c
 }
 
-// Args is the command line of the workload program for this workload.
-func (w Workload) Args() []string { return w.Command().Args() }
+// Args is the command line of the workload program for this workload; a
+// facilitator's service's is its own command.
+func (w Workload) Args() []string {
+	if w.Kind == KindImage {
+		return strings.Fields(w.Cmd)
+	}
+	return w.Command().Args()
+}

@@ -44,7 +44,7 @@ func barrierLanes(plan experiments.Plan) map[int]bool {
 		var in []int
 		for _, i := range group {
 			l := plan.Lanes[i]
-			if l.StartAt == 0 && l.Target < 0 && l.Workload.Kind != experiments.KindHTTP && l.Workload.Kind != experiments.KindLoad {
+			if l.StartAt == 0 && l.Target < 0 && !l.Workload.Service() && l.Workload.Kind != experiments.KindLoad {
 				in = append(in, i)
 			}
 		}

@@ -62,7 +62,8 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		kernel = &kv
 	}
 	var progress *engine.ProgressReader
-	if r.env.Host.ReadsProgressFiles() && pid > 0 {
+	foreign := pl.Workload.Kind == experiments.KindImage
+	if r.env.Host.ReadsProgressFiles() && pid > 0 && !foreign {
 		progress = engine.OpenProgress(pid)
 	}
 	x.setLane(i, func(l *laneState) {
@@ -89,7 +90,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	// The log follower lives until the container's output ends (it
 	// exits), or until lcancel; it hands back what the lane wrote to
 	// stderr only when it has stopped writing it.
-	go func() { stderrc <- x.followLogs(lctx, ls, id) }()
+	go func() { stderrc <- x.followLogs(lctx, ls, id, !foreign) }()
 
 	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, began, wait, log)
 	// The lane ended when the engine said so, not when its log stream
@@ -120,6 +121,11 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	l.totals = l.prev
 	l.user, l.sys = float64(l.prev.UserNs)/1e9, float64(l.prev.SysNs)/1e9
 	l.completed = l.summary != nil && l.exitCode != nil && *l.exitCode == 0 && !timedOut && !stopped
+	if foreign {
+		// A facilitator's service prints no summary: it completed if it
+		// served until its loads had ended and was then asked to stop.
+		l.completed = l.asked && exit.HasCode && !timedOut && !stopped
+	}
 	if s := l.summary; s != nil {
 		// The workload's own account is exact; the container's times
 		// include the runtime's start-up.
@@ -133,7 +139,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	} else if l.wall > 0 {
 		l.throughput = l.done / l.wall
 	}
-	if l.exitCode != nil && *l.exitCode != 0 && !timedOut && !stopped && !l.oomKilled && len(stderr) > 0 {
+	if l.exitCode != nil && *l.exitCode != 0 && !timedOut && !stopped && !l.oomKilled && !l.asked && len(stderr) > 0 {
 		l.err = string(stderr)
 	}
 	if c, ok := l.reader.(io.Closer); ok {
@@ -259,8 +265,19 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 		}
 	}
 	id, running := r.st.lanes[t].id, r.st.lanes[t].state == LaneRunning
-	r.mu.Unlock()
+	foreign := r.plan.Lanes[t].Workload.Kind == experiments.KindImage
 	if running {
-		r.env.backend().Signal(id, "TERM", log)
+		r.st.lanes[t].asked = true
+	}
+	r.mu.Unlock()
+	if !running {
+		return
+	}
+	be := r.env.backend()
+	be.Signal(id, "TERM", log)
+	if foreign {
+		// A facilitator's server as its container's first process
+		// ignores SIGTERM unless it handles it: it gets a few seconds.
+		time.AfterFunc(5*time.Second, func() { be.Signal(id, "KILL", log) })
 	}
 }

@@ -17,7 +17,7 @@ const maxStderr = 4096
 // keeps its latest progress and final summary on the lane, until the
 // output ends or ctx does. It returns the start of what the workload wrote
 // to stderr, once nothing writes to it any more.
-func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []byte {
+func (x *execution) followLogs(ctx context.Context, l *laneState, id string, parse bool) []byte {
 	r := x.r
 	var stderr bytes.Buffer
 	pr, pw := io.Pipe()
@@ -30,6 +30,9 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string) []b
 	}()
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
+		if !parse {
+			continue // a facilitator's service: its output is its own
+		}
 		// A fresh value each line: Unmarshal keeps fields a line lacks.
 		var line wire.Line
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {

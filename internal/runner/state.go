@@ -96,13 +96,16 @@ type laneState struct {
 	exitCode           *int
 	oomKilled          bool
 	timedOut           bool
-	completed          bool // ran to its end, for the model
-	totals             engine.Counters
-	summary            *wire.Line
-	expected           *float64
-	predictedCores     *float64
-	predictedWall      *float64
-	phases             []Phase
+	// asked: a facilitator's service was asked to stop once its loads
+	// had ended (stopIdleService), which is how it completes.
+	asked          bool
+	completed      bool // ran to its end, for the model
+	totals         engine.Counters
+	summary        *wire.Line
+	expected       *float64
+	predictedCores *float64
+	predictedWall  *float64
+	phases         []Phase
 
 	// The sampler's: the reader, how often it may be read, the last
 	// reading, and every sample's CPU for the model.

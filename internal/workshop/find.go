@@ -240,7 +240,12 @@ func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
 	}
 	r.P99Ms = load.LatencyMs.P99
 	r.ErrorsPct = 100 * float64(load.Failures) / float64(load.Requests)
-	if threads := experiments.GoThreads(svc.Workload, svc.CPULimit, ncpu); threads > 0 && load.WallSeconds > 0 {
+	threads := experiments.GoThreads(svc.Workload, svc.CPULimit, ncpu)
+	if svc.Workload.Kind == experiments.KindImage {
+		// A facilitator's service may run a thread on every CPU.
+		threads = ncpu
+	}
+	if threads > 0 && load.WallSeconds > 0 {
 		r.Throttled = svc.ThrottledSeconds / (float64(threads) * load.WallSeconds)
 	}
 	return r, nil
