@@ -32,6 +32,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	node    string                    // the node runs take, chosen by Probe
+	takenBy string                    // the run that holds the node (take)
 	pending map[string]engine.NewLane // created, not yet started: a pod starts when it is made
 	started map[string]string         // a started pod's container id, by pod name
 }
@@ -195,7 +196,7 @@ func containerID(s string) string {
 // ReapRun removes what is left of a run's pods.
 func (c *Cluster) ReapRun(ctx context.Context, runID string, _ *slog.Logger) error {
 	_, err := c.Reap(ctx, engine.LabelRun, runID)
-	return err
+	return errors.Join(err, c.release(ctx, runID))
 }
 
 // Watch has nothing to follow: a pod's end, an OOM kill included, is in its
@@ -208,6 +209,10 @@ func (c *Cluster) ReapInstance(ctx context.Context, instance string, _ *slog.Log
 		return errors.New("kube: reap: no instance named")
 	}
 	_, err := c.Reap(ctx, engine.LabelInstance, instance)
+	if instance == c.instance && c.Node() != "" {
+		// A node this server took and did not give back (it died).
+		err = errors.Join(err, c.release(ctx, ""))
+	}
 	return err
 }
 

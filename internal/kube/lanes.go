@@ -31,13 +31,17 @@ func notFound(err error) bool { return apierrors.IsNotFound(err) }
 // Create readies lane's pod. A pod starts as soon as it is made, so it is
 // made by Start, in the run's order and phases; Create checks the lane can
 // be a pod and reports what it will be.
-func (c *Cluster) Create(_ context.Context, nl engine.NewLane) (engine.Created, error) {
+func (c *Cluster) Create(ctx context.Context, nl engine.NewLane) (engine.Created, error) {
 	if nl.Lane.Pod == nil {
 		return engine.Created{}, fmt.Errorf("kube: lane %d has no pod resources (validated for another engine)", nl.Index)
 	}
 	node := c.Node()
 	if node == "" {
 		return engine.Created{}, fmt.Errorf("kube: no node probed")
+	}
+	// The run takes the node for its time.
+	if err := c.ensureTaken(ctx, nl.RunID, slog.Default()); err != nil {
+		return engine.Created{}, err
 	}
 	p := PodSpec(nl, node, args(nl))
 	c.mu.Lock()
@@ -281,6 +285,10 @@ func (c *Cluster) Remove(ctx context.Context, runID string, ids []string, _ []ex
 	c.mu.Unlock()
 	if _, err := c.Reap(ctx, engine.LabelRun, runID); err != nil {
 		log.Warn("remove pods", slog.String("run", runID), slog.Any("err", err))
+	}
+	// The node is free for another run once the pods are gone.
+	if err := c.release(ctx, runID); err != nil {
+		log.Warn("release node", slog.String("run", runID), slog.Any("err", err))
 	}
 }
 

@@ -53,6 +53,7 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
+			Tolerations:                   []corev1.Toleration{toleration(nl.RunID)},
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &no,

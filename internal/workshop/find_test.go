@@ -171,24 +171,68 @@ func TestSearchOnTheRealEngine(t *testing.T) {
 
 // BenchmarkRightSizeSearches runs the right-size lab's search three times
 // on the real engine: their answers agree within two resolution steps.
+// Then it sweeps the same grid, each limit once, for the probes and
+// minutes a search saves, and where the sweep's own boundary lies.
 func BenchmarkRightSizeSearches(b *testing.B) {
 	for range b.N {
 		m := enginetest.Manager(b)
 		var answers []float64
 		runs := 0
 		start := time.Now()
-		for range 3 {
+		for i := range 3 {
+			began := time.Now()
 			v := rightSize(b, m)
 			answers = append(answers, v.Answer.Limit)
 			runs += v.Answer.Probes
+			b.Logf("figure: search %d | --cpus %s, %d probe runs at %d limits, %.1f min", i+1,
+				experiments.LimitText("cpus", v.Answer.Limit), v.Answer.Probes, v.Answer.Steps, time.Since(began).Minutes())
 		}
+		searchMin := time.Since(start).Minutes() / 3
 		spread := slices.Max(answers) - slices.Min(answers)
-		b.Logf("answers %v: spread %.2f; %d probe runs in %s", answers, spread, runs, time.Since(start).Round(time.Second))
+		b.Logf("answers %v: spread %.2f; %d probe runs in %.1f min", answers, spread, runs, 3*searchMin)
 		b.ReportMetric(spread, "spread-cpus")
 		b.ReportMetric(float64(runs)/3, "runs/search")
-		b.ReportMetric(time.Since(start).Minutes()/3, "min/search")
+		b.ReportMetric(searchMin, "min/search")
 		if spread > 2*0.1+1e-9 {
 			b.Errorf("three searches' answers %v spread over %.2f, more than two resolution steps", answers, spread)
 		}
+		sweepMin, passes := sweep(b, m)
+		b.Logf("figure: sweep | %d limits once each, %.1f min; met the target at %v", len(passes), sweepMin, passes)
+		b.ReportMetric(sweepMin, "min/sweep")
 	}
+}
+
+// sweep runs the right-size lab's service at every limit of its grid
+// once, smallest first, and says at which the load's p99 met the target.
+func sweep(b *testing.B, m *workshop.Manager) (minutes float64, met map[string]bool) {
+	fs, errs := experiments.ParseFind([]byte(`{"lab": "right-size-go"}`))
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	bis, errs := fs.Check()
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	start := time.Now()
+	met = map[string]bool{}
+	for i := range bis.Limits() {
+		limit := bis.Limit(i)
+		spec := fs.ProbeSpec(limit)
+		plan, errs := m.Validate(spec)
+		if errs != nil {
+			b.Fatal(errs)
+		}
+		r, err := m.Submit(spec, plan, "sweep")
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := enginetest.WaitDone(b, r, 3*time.Minute)
+		load := v.Lanes[1]
+		if load.LatencyMs == nil || load.Requests == 0 {
+			b.Fatalf("the sweep's run at --cpus %v measured no latency: %+v", limit, load)
+		}
+		met[experiments.LimitText("cpus", limit)] = load.LatencyMs.P99 < fs.Target.P99Ms && 100*float64(load.Failures) < fs.Target.ErrorsPct*float64(load.Requests)
+		b.Logf("sweep at --cpus %s: p99 %.1f ms", experiments.LimitText("cpus", limit), load.LatencyMs.P99)
+	}
+	return time.Since(start).Minutes(), met
 }
