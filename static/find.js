@@ -15,6 +15,10 @@ if (form) {
       target: { p99_ms: num("p99_ms"), errors_pct: num("errors_pct"), throttled: num("throttled") },
       search: { limit: f.limit.value, min: f.min.value.trim(), max: f.max.value.trim(), resolution: f.resolution.value.trim(), repeats: num("repeats") },
     };
+    if (f.then_limit.value) {
+      body.then = { limit: f.then_limit.value, min: f.then_min.value.trim(), max: f.then_max.value.trim(),
+        resolution: f.then_resolution.value.trim(), repeats: num("repeats") };
+    }
     const res = await send("/api/find", { body });
     if (res.ok) {
       location.href = `/find/${res.body.id}`;

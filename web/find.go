@@ -1,10 +1,13 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -111,4 +114,20 @@ func serviceText(fs experiments.FindSpec) string {
 		return fmt.Sprintf("the facilitator's image %s, serving on port %d", w.Image, w.Port)
 	}
 	return fmt.Sprintf("the built-in Go HTTP service, %d µs of CPU a request, GOMAXPROCS %s", w.WorkUS, w.GOMAXPROCS)
+}
+
+// fixedText is a search's fixed limits as docker run flags, as given:
+// "--cpus 0.7" (the Limits' JSON names are the flags').
+func fixedText(l experiments.Limits) string {
+	b, err := json.Marshal(l)
+	var flags map[string]string
+	if err != nil || json.Unmarshal(b, &flags) != nil {
+		return ""
+	}
+	var parts []string
+	for name, v := range flags {
+		parts = append(parts, "--"+name+" "+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }

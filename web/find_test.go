@@ -46,7 +46,7 @@ func TestFindOverTheAPI(t *testing.T) {
 	for _, c := range []struct{ body, field string }{
 		{strings.Replace(findSpec, `"p99_ms": 50`, `"p99_ms": -3`, 1), "target.p99_ms"},
 		{strings.Replace(findSpec, `"max": "1.8"`, `"max": "nine"`, 1), "search.max"},
-		{strings.Replace(findSpec, `"kind": "http"`, `"kind": "http", "image": "evil"`, 1), `"field": "image"`},
+		{strings.Replace(findSpec, `"kind": "http"`, `"kind": "http", "image": "evil"`, 1), `"field": "service.image"`},
 		{strings.Replace(findSpec, `"max": "1.8"`, `"max": "9"`, 1), "cpus"},
 	} {
 		status, body := postWith(t, ada, srv.URL+"/api/find", c.body)
@@ -144,5 +144,60 @@ func TestFindLab(t *testing.T) {
 	}
 	if page := getPage(t, srv.URL+"/find/"+created.ID); !strings.Contains(page, "As predicted: the model puts the floor at 0.6 cores") {
 		t.Error("the search's page does not give its verdict")
+	}
+}
+
+// TestBrowserSearchesBothInTurn: in Chromium, a search started from the
+// form with a second turn finds --cpus, then links the search of
+// --memory, which runs with that --cpus fixed and says so.
+func TestBrowserSearchesBothInTurn(t *testing.T) {
+	srv, _, fake := newFakeServer(t, nil)
+	fake.Runtime = 20 * time.Millisecond
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/find"),
+		chromedp.SetValue(chromedp.CSS(`input[name="min"]`), "0.2"),
+		chromedp.SetValue(chromedp.CSS(`input[name="max"]`), "1.8"),
+		chromedp.SetValue(chromedp.CSS(`input[name="resolution"]`), "0.1"),
+		chromedp.SetValue(chromedp.CSS(`select[name="then_limit"]`), "memory"),
+		chromedp.SetValue(chromedp.CSS(`input[name="then_min"]`), "16m"),
+		chromedp.SetValue(chromedp.CSS(`input[name="then_max"]`), "64m"),
+		chromedp.SetValue(chromedp.CSS(`input[name="then_resolution"]`), "16m"),
+		chromedp.Click(chromedp.CSS(`[data-testid="find-start"]`)),
+		waitPath("/find/"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitFor(t, time.Minute, "the first turn's link to the second", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('[data-testid="find-then"] a')`))
+		return err == nil && ok
+	})
+	then := liveText(t, ctx, `[data-testid="find-then"]`)
+	if !strings.Contains(then, "--memory") || !strings.Contains(then, "--cpus 0.7 fixed") {
+		t.Errorf("the first turn's link: %q", then)
+	}
+	first := run(t, ctx, chromedp.Evaluate[string](`location.pathname`))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="find-then"] a`))); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitFor(t, 30*time.Second, "the second turn's page", func() bool {
+		p, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
+		return err == nil && p != first && strings.HasPrefix(p, "/find/")
+	})
+	enginetest.WaitFor(t, time.Minute, "the second turn's answer", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('[data-testid="find-answer"]')`))
+		return err == nil && ok
+	})
+	fixed := liveText(t, ctx, `[data-testid="find-fixed"]`)
+	if !strings.Contains(fixed, "--cpus 0.7") || !strings.Contains(fixed, "the search before") {
+		t.Errorf("the second turn's page: %q", fixed)
+	}
+	if answer := liveText(t, ctx, `[data-testid="find-answer"]`); !strings.Contains(answer, "--memory") {
+		t.Errorf("the second turn's answer: %q", answer)
+	}
+	if err := writeShot(t, "find-in-turn.png", run(t, ctx, chromedp.FullScreenshot(100))); err != nil {
+		t.Error(err)
 	}
 }

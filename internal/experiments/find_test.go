@@ -231,3 +231,47 @@ func TestRightSizeLabIsASearch(t *testing.T) {
 		t.Errorf("a search lab with a bad target: %+v", b)
 	}
 }
+
+// A search's second turn searches the other limit, with the first's
+// answer fixed; fixed limits hold in every probe, and are never one a
+// turn searches.
+func TestSearchInTurn(t *testing.T) {
+	base := `{"service": {"kind": "http", "work_us": 4000}, "load": {"rate": 150, "seconds": 8}, "target": {"p99_ms": 50},
+	  "search": {"limit": "cpus", "min": "0.2", "max": "2", "resolution": "0.1"}`
+	fs, errs := ParseFind([]byte(base + `, "then": {"limit": "memory", "min": "16m", "max": "256m", "resolution": "16m"}, "fixed": {"pids-limit": "64"}}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if _, errs := fs.Check(); errs != nil {
+		t.Fatal(errs)
+	}
+	next, ok := fs.Following(0.7)
+	if !ok || next.Search.Limit != FindMemory || next.Then != nil || next.Fixed.CPUs != "0.7" || next.Fixed.PidsLimit != "64" {
+		t.Fatalf("the second turn: %+v", next)
+	}
+	if _, errs := next.Check(); errs != nil {
+		t.Fatal(errs)
+	}
+	lanes := next.ProbeSpec(96).Lanes
+	if l := lanes[0].Limits; l.CPUs != "0.7" || l.Memory != "96m" || l.PidsLimit != "64" {
+		t.Errorf("the second turn's probe limits %+v", l)
+	}
+	if _, ok := next.Following(96); ok {
+		t.Error("a second turn has a third")
+	}
+	for tail, field := range map[string]string{
+		`, "then": {"limit": "cpus", "min": "0.2", "max": "1", "resolution": "0.1"}}`:   "then.limit",
+		`, "then": {"limit": "memory", "min": "16m", "max": "8m", "resolution": "8m"}}`: "then.max",
+		`, "then": {"limit": "memory", "min": "x", "max": "8m", "resolution": "1m"}}`:   "then.min",
+		`, "fixed": {"cpus": "1"}}`: "fixed.cpus",
+		`, "then": {"limit": "memory", "min": "16m", "max": "64m", "resolution": "16m"}, "fixed": {"memory": "1g"}}`: "fixed.memory",
+	} {
+		fs, errs := ParseFind([]byte(base + tail))
+		if errs == nil {
+			_, errs = fs.Check()
+		}
+		if len(errs) == 0 || errs[0].Field != field {
+			t.Errorf("%s: %v, want %s", tail, errs, field)
+		}
+	}
+}

@@ -24,6 +24,12 @@ type FindSpec struct {
 	Load    FindLoad   `json:"load"`
 	Target  FindTarget `json:"target"`
 	Search  FindSearch `json:"search"`
+	// Then, if given, is a second search of the other limit, run once this
+	// one has its answer, with that answer fixed (both in turn: --cpus,
+	// then --memory at the --cpus found).
+	Then *FindSearch `json:"then,omitempty"`
+	// Fixed are the service's other limits, the same in every probe.
+	Fixed Limits `json:"fixed,omitempty"`
 }
 
 // FindLoad is each probe's load: an open loop at Rate requests a second,
@@ -81,8 +87,9 @@ func ParseFind(data []byte) (FindSpec, Errors) {
 
 // LabFind is a search lab's target and range.
 type LabFind struct {
-	Target FindTarget `json:"target"`
-	Search FindSearch `json:"search"`
+	Target FindTarget  `json:"target"`
+	Search FindSearch  `json:"search"`
+	Then   *FindSearch `json:"then,omitempty"`
 }
 
 // FindOf is a search lab's search: its spec's service and load lanes, its
@@ -94,7 +101,7 @@ func (l Lab) FindOf() (FindSpec, Errors) {
 	if l.Find == nil {
 		return bad("the lab is not a search")
 	}
-	fs := FindSpec{Name: l.Title, Lab: l.ID, Target: l.Find.Target, Search: l.Find.Search}
+	fs := FindSpec{Name: l.Title, Lab: l.ID, Target: l.Find.Target, Search: l.Find.Search, Then: l.Find.Then}
 	var svc, load *Lane
 	spec := l.LabSpec()
 	for i := range spec.Lanes {
@@ -197,6 +204,7 @@ func (fs FindSpec) Check() (*Bisection, Errors) {
 	}
 	min, max, res, rerrs := fs.Range()
 	errs = append(errs, rerrs...)
+	errs = append(errs, fs.checkTurns()...)
 	if errs != nil {
 		return nil, errs
 	}
@@ -216,7 +224,7 @@ const (
 // ProbeSpec is the run of one probe: the service under the limit, and its
 // load.
 func (fs FindSpec) ProbeSpec(limit float64) Spec {
-	svc := Lane{Name: ProbeService, Workload: fs.Service}
+	svc := Lane{Name: ProbeService, Workload: fs.Service, Limits: fs.Fixed}
 	switch fs.Search.Limit {
 	case FindCPUs:
 		svc.Limits.CPUs = Value(strconv.FormatFloat(limit, 'f', -1, 64))

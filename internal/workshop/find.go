@@ -52,6 +52,9 @@ type Search struct {
 	err     string
 	current string // the probe run under way
 	ended   time.Time
+	// then is the search of the second turn, started when this one found
+	// its answer; after, the search whose answer this one holds fixed.
+	then, after string
 }
 
 // The states of a search.
@@ -93,6 +96,10 @@ type SearchView struct {
 	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
 	// GridRuns is how many runs a sweep of every limit once would take.
 	GridRuns int `json:"grid_runs"`
+	// Then is the search of the second turn (the other limit, with this
+	// answer fixed); After, the search whose answer this one holds fixed.
+	Then  string `json:"then,omitempty"`
+	After string `json:"after,omitempty"`
 }
 
 // FindVerdict is a search's answer against the model.
@@ -105,6 +112,11 @@ type FindVerdict struct {
 // against the engine before anything runs, so that a spec the engine
 // cannot run is refused at once with its fields named.
 func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, experiments.Errors) {
+	return f.start(spec, participant, address, "")
+}
+
+// start starts a search; after is the search whose second turn it is.
+func (f *Finder) start(spec experiments.FindSpec, participant, address, after string) (*Search, experiments.Errors) {
 	b, errs := spec.Check()
 	if errs != nil {
 		return nil, errs
@@ -114,7 +126,7 @@ func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (
 	}
 	ctx, cancel := context.WithCancel(f.m.ctx)
 	s := &Search{id: newID(), participant: participant, address: address, spec: spec, created: time.Now(), stop: cancel,
-		b: b, state: SearchRunning}
+		b: b, state: SearchRunning, after: after}
 	f.mu.Lock()
 	f.searches[s.id] = s
 	f.order = append(f.order, s)
@@ -144,7 +156,9 @@ func (f *Finder) run(ctx context.Context, s *Search) {
 		n := len(s.probes)
 		s.mu.Unlock()
 		if done {
-			s.end(SearchDone, "")
+			// The second turn, if any, starts before this one says it is
+			// done: its page links it from then on.
+			s.end(SearchDone, f.turn(s))
 			return
 		}
 		if n >= experiments.MaxProbes {
@@ -251,6 +265,31 @@ func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
 	return r, nil
 }
 
+// turn starts a search's second turn, the other limit with this one's
+// answer fixed, if it has one and found its answer; it says why the turn
+// could not start.
+func (f *Finder) turn(s *Search) string {
+	s.mu.Lock()
+	a := s.b.Answer()
+	s.mu.Unlock()
+	if !a.Found {
+		return ""
+	}
+	next, ok := s.spec.Following(a.Limit)
+	if !ok {
+		return ""
+	}
+	child, errs := f.start(next, s.participant, s.address, s.id)
+	if errs != nil {
+		return fmt.Sprintf("the search of --%s with --%s %s could not start: %v", next.Search.Limit, s.spec.Search.Limit,
+			experiments.LimitText(s.spec.Search.Limit, a.Limit), errs)
+	}
+	s.mu.Lock()
+	s.then = child.id
+	s.mu.Unlock()
+	return ""
+}
+
 func (s *Search) end(state, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -293,7 +332,8 @@ func (f *Finder) View(id string) (SearchView, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := SearchView{ID: s.id, Name: s.spec.Name, State: s.state, Error: s.err, Spec: s.spec, Created: s.created,
-		Min: s.b.Min, Max: s.b.Max, Step: s.b.Resolution, Needs: s.spec.ServiceNeeds(), Probes: append([]ProbeView{}, s.probes...)}
+		Min: s.b.Min, Max: s.b.Max, Step: s.b.Resolution, Needs: s.spec.ServiceNeeds(), Probes: append([]ProbeView{}, s.probes...),
+		Then: s.then, After: s.after}
 	if v.Name == "" {
 		v.Name = "find the limit"
 	}

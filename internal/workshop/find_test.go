@@ -64,6 +64,48 @@ func TestFakeSearchBisects(t *testing.T) {
 	}
 }
 
+// TestFakeSearchBothInTurn: a search with a second turn searches --cpus,
+// then --memory with the --cpus it found fixed in every probe; each
+// search links the other.
+func TestFakeSearchBothInTurn(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 20 * time.Millisecond
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	m := fakeManager(t, fake, workshop.Options{})
+	spec := strings.Replace(searchSpec, `"resolution": "0.05"}`, `"resolution": "0.05"}, "then": {"limit": "memory", "min": "16m", "max": "128m", "resolution": "16m", "repeats": 1}`, 1)
+	fs, errs := experiments.ParseFind([]byte(spec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	s, errs := m.Finder().Start(fs, "ada", "")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	first := waitSearch(t, m.Finder(), s.ID())
+	if first.State != workshop.SearchDone || first.Answer == nil || !first.Answer.Found || first.Then == "" {
+		t.Fatalf("the first turn: %s (%s), answer %+v, then %q", first.State, first.Error, first.Answer, first.Then)
+	}
+	second := waitSearch(t, m.Finder(), first.Then)
+	if second.State != workshop.SearchDone || second.After != first.ID || second.Spec.Search.Limit != "memory" ||
+		second.Spec.Fixed.CPUs != experiments.Value(experiments.LimitText("cpus", first.Answer.Limit)) {
+		t.Fatalf("the second turn: %s (%s), after %q, spec %+v", second.State, second.Error, second.After, second.Spec)
+	}
+	if len(second.Probes) == 0 {
+		t.Fatal("the second turn ran no probe")
+	}
+	for _, p := range second.Probes {
+		rv, ok := m.Archive().View(p.Run)
+		if !ok || len(rv.Lanes) != 2 {
+			t.Fatalf("probe %+v: run %v", p, ok)
+		}
+		r := rv.Lanes[0].Requested
+		if float64(r.NanoCPUs) != first.Answer.Limit*1e9 || r.Memory != int64(p.Limit)<<20 {
+			t.Errorf("the second turn's probe at %s ran the service with %+v, want --cpus %v fixed", p.Text, r, first.Answer.Limit)
+		}
+	}
+	t.Logf("--cpus %v, then --memory %+v", first.Answer.Limit, second.Answer)
+}
+
 // TestFakeSearchWaitsItsTurnAndStops: a probe the participant's quota
 // refuses waits for the participant's own run; a stopped search stops its
 // probe and starts no other.
@@ -166,6 +208,52 @@ func TestSearchOnTheRealEngine(t *testing.T) {
 	v := rightSize(t, enginetest.Manager(t))
 	if v.Verdict == nil || !v.Verdict.Pass {
 		t.Errorf("verdict %+v", v.Verdict)
+	}
+}
+
+// TestSearchInTurnOnTheRealEngine: --cpus, then --memory with the --cpus
+// found fixed, each probe a real run; the engine applied both limits to
+// every probe of the second turn, as inspect reads them back.
+func TestSearchInTurnOnTheRealEngine(t *testing.T) {
+	m := enginetest.Manager(t)
+	fs, errs := experiments.ParseFind([]byte(`{"name": "in turn", "service": {"kind": "http", "work_us": 2000, "gomaxprocs": "1"},
+	  "load": {"rate": 100, "seconds": 3}, "target": {"p99_ms": 50, "errors_pct": 1},
+	  "search": {"limit": "cpus", "min": "0.1", "max": "0.9", "resolution": "0.4", "repeats": 1},
+	  "then": {"limit": "memory", "min": "8m", "max": "40m", "resolution": "16m", "repeats": 1}}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	s, errs := m.Finder().Start(fs, "ada", "")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	wait := func(id string) workshop.SearchView {
+		var v workshop.SearchView
+		enginetest.WaitFor(t, 5*time.Minute, "search "+id+" to end", func() bool {
+			v, _ = m.Finder().View(id)
+			return v.State != workshop.SearchRunning
+		})
+		return v
+	}
+	first := wait(s.ID())
+	if first.State != workshop.SearchDone || first.Answer == nil || !first.Answer.Found || first.Then == "" {
+		t.Fatalf("the --cpus turn: %s (%s), answer %+v", first.State, first.Error, first.Answer)
+	}
+	second := wait(first.Then)
+	t.Logf("--cpus %v after %d probes; then %s: %+v after %d probes", first.Answer.Limit, len(first.Probes), second.State, second.Answer, len(second.Probes))
+	if second.State != workshop.SearchDone || second.Answer == nil || second.After != first.ID {
+		t.Fatalf("the --memory turn: %s (%s), answer %+v", second.State, second.Error, second.Answer)
+	}
+	for _, p := range second.Probes {
+		rv, ok := m.Archive().View(p.Run)
+		if !ok || len(rv.Lanes) != 2 || rv.Lanes[0].Applied == nil {
+			t.Fatalf("probe %s: run %v", p.Text, ok)
+		}
+		a := rv.Lanes[0].Applied
+		t.Logf("probe at --memory %s: applied %+v, p99 %+v", p.Text, *a, p.Result)
+		if float64(a.NanoCPUs) != first.Answer.Limit*1e9 || a.Memory != int64(p.Limit)<<20 {
+			t.Errorf("probe at --memory %s: the engine applied %+v, want --cpus %v and that memory", p.Text, *a, first.Answer.Limit)
+		}
 	}
 }
 

@@ -1,0 +1,56 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+)
+
+// checkTurns checks a search's second turn and its fixed limits: the
+// second searches the other limit, and no fixed limit is one a turn
+// searches. Errors name the field ("then.min", "fixed.cpus").
+func (fs FindSpec) checkTurns() Errors {
+	var errs Errors
+	searched := map[string]bool{fs.Search.Limit: true}
+	if t := fs.Then; t != nil {
+		switch {
+		case t.Limit == fs.Search.Limit:
+			errs = append(errs, FieldError{Lane: -1, Field: "then.limit", Message: fmt.Sprintf("the second turn searches the other limit, not %q again", t.Limit)})
+		default:
+			second := fs
+			second.Search, second.Then = *t, nil
+			_, _, _, rerrs := second.Range()
+			for _, e := range rerrs {
+				e.Field = "then." + strings.TrimPrefix(e.Field, "search.")
+				errs = append(errs, e)
+			}
+			if t.Repeats < 0 || t.Repeats > MaxRepeat {
+				errs = append(errs, FieldError{Lane: -1, Field: "then.repeats", Message: fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat)})
+			}
+		}
+		searched[t.Limit] = true
+	}
+	for limit, set := range map[string]bool{FindCPUs: fs.Fixed.CPUs != "", FindMemory: fs.Fixed.Memory != ""} {
+		if set && searched[limit] {
+			errs = append(errs, FieldError{Lane: -1, Field: "fixed." + limit, Message: "the search sets this limit in every probe: leave it out of fixed"})
+		}
+	}
+	return errs
+}
+
+// Following is the second turn of a search that found answer: the other
+// limit searched, with the first one fixed at its answer. False when the
+// search has no second turn.
+func (fs FindSpec) Following(answer float64) (FindSpec, bool) {
+	if fs.Then == nil {
+		return FindSpec{}, false
+	}
+	next := fs
+	next.Search, next.Then = *fs.Then, nil
+	switch v := Value(LimitText(fs.Search.Limit, answer)); fs.Search.Limit {
+	case FindCPUs:
+		next.Fixed.CPUs = v
+	case FindMemory:
+		next.Fixed.Memory = v
+	}
+	return next, true
+}
