@@ -203,6 +203,10 @@ func TestBrowserShowsFieldErrors(t *testing.T) {
 }
 
 func TestBrowserRunsALabToItsVerdict(t *testing.T) {
+	enginetest.Measure(t, "a lab run to its verdict in Chromium", browserRunsALabToItsVerdict)
+}
+
+func browserRunsALabToItsVerdict(t testing.TB) {
 	srv, _ := newServer(t)
 	ctx := browser(t)
 	err := chromedp.Do(ctx,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/enginetest"
+
 	"github.com/chromedp/chromedp"
 )
 
@@ -13,6 +15,10 @@ import (
 // and walks its steps in Chromium: each is ticked as its check holds, and
 // the third asks for a live change, made with its button.
 func TestBrowserWalksAGuidedLab(t *testing.T) {
+	enginetest.Measure(t, "a guided lab walked in Chromium", browserWalksAGuidedLab)
+}
+
+func browserWalksAGuidedLab(t testing.TB) {
 	srv, _ := newServer(t)
 	ctx := browser(t)
 	step := func(i string) string { return `[data-testid="step-` + i + `"]` }

@@ -63,6 +63,10 @@ func TestMemoryLab(t *testing.T) {
 // TestWriteIOPSLab: the cgroup's count of write IOs stays at the 5 a second
 // the throttle allows, whatever the block size.
 func TestWriteIOPSLab(t *testing.T) {
+	enginetest.Measure(t, "the io-write-iops lab", writeIOPSLab)
+}
+
+func writeIOPSLab(t testing.TB) {
 	m := newTestManager(t)
 	r := startSpec(t, m, `{"lab": "io-write-iops"}`)
 	v := waitDone(t, r, 3*time.Minute)
@@ -87,6 +91,10 @@ func TestWriteIOPSLab(t *testing.T) {
 // disk runs mq-deadline and the engine discards the weight), the lab is
 // refused before anything starts, naming the field and the probe's reason.
 func TestIOWeightLab(t *testing.T) {
+	enginetest.Measure(t, "the io-weight lab", ioWeightLab)
+}
+
+func ioWeightLab(t testing.TB) {
 	m := newTestManager(t)
 	h := m.Host()
 	spec, errs := experiments.Parse([]byte(`{"lab": "io-weight"}`))

@@ -16,6 +16,10 @@ import (
 // writer waits for its IO. On v1 no sample carries any, and the host says
 // why.
 func TestPressureSampled(t *testing.T) {
+	enginetest.Measure(t, "pressure sampled", pressureSampled)
+}
+
+func pressureSampled(t testing.TB) {
 	m := newTestManager(t)
 	h := m.Host()
 	r := startSpec(t, m, `{"name": "pressure", "mode": "parallel", "duration": "60s", "lanes": [

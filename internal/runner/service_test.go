@@ -105,6 +105,10 @@ func TestServiceUnderLoad(t *testing.T) {
 // load to the end, and the load table has every arm's totals and latency
 // percentiles.
 func TestGOMAXPROCSLab(t *testing.T) {
+	enginetest.Measure(t, "the gomaxprocs lab", gomaxprocsLab)
+}
+
+func gomaxprocsLab(t testing.TB) {
 	m := newTestManager(t)
 	r := startSpec(t, m, `{"lab": "gomaxprocs"}`)
 	v := waitDone(t, r, 3*time.Minute)
