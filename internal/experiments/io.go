@@ -75,6 +75,9 @@ type IOOutcome struct {
 	Throughput float64   // MiB/s
 	IOPS       float64   // the workload's operations per second
 	PhaseRates []float64 // the lane's rate in each phase of the run (0 where it did not run)
+	// PhaseErrors are the standard errors of a disk workload's phase
+	// rates, relative to them, from the spread of its samples.
+	PhaseErrors []float64
 	// PhaseCores says the rates are CPU in cores, as the lane's cgroup
 	// counts it (a CPU workload); otherwise they are IOPS.
 	PhaseCores bool
@@ -145,6 +148,7 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		if !out[0].PhaseCores {
 			v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
 				mid/first, last/first, percent(spec.Tolerance), percent(dev))
+			judgeDiskNoise(&v, out[0].PhaseErrors, dev, spec.Tolerance)
 			break
 		}
 		v.Explanation = fmt.Sprintf("The victim's CPU, in cores as its cgroup counts it, relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
@@ -191,4 +195,24 @@ func (v *Verdict) judgeRelative() float64 {
 		v.Pass = v.Pass && dev <= v.Tolerance
 	}
 	return worst
+}
+
+// judgeDiskNoise makes a failed recovery verdict inconclusive where the
+// disk's own noise could have decided it: the ratio of the third phase's
+// IOPS to the first's has a standard error from the spread of each phase's
+// samples (errs, relative), and a deviation within two of them of the
+// tolerance is not told apart from the noise. It says how noisy the disk
+// was.
+func judgeDiskNoise(v *Verdict, errs []float64, dev, tolerance float64) {
+	if v.Pass || len(errs) < 3 {
+		return
+	}
+	se := math.Hypot(errs[0], errs[2])
+	if dev-2*se > tolerance {
+		return
+	}
+	v.Inconclusive, v.Pass = true, false
+	v.Noise = fmt.Sprintf("the disk was too noisy to judge: the victim's IOPS alone, and beside throttled neighbours, moved from sample to sample enough that their ratio has a standard error of %s; %s off is within two of them of the tolerance of %s",
+		percent(se), percent(dev), percent(tolerance))
+	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
 }

@@ -163,6 +163,21 @@ func TestJudgeIO(t *testing.T) {
 	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Pass {
 		t.Errorf("a victim at 60%% passed: %+v", v)
 	}
+	// 25% off: within two standard errors of the tolerance on a disk
+	// whose samples spread 5% a phase, beyond them on one that spreads 1%.
+	victim[0].PhaseRates = []float64{1000, 200, 1250}
+	victim[0].PhaseErrors = []float64{0.05, 0.05, 0.05}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); !v.Inconclusive || v.Pass || !strings.Contains(v.Noise, "too noisy") {
+		t.Errorf("25%% off on a noisy disk: %+v", v)
+	}
+	victim[0].PhaseErrors = []float64{0.01, 0.01, 0.01}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Inconclusive || v.Pass {
+		t.Errorf("25%% off on a quiet disk: %+v", v)
+	}
+	victim[0].PhaseRates, victim[0].PhaseErrors = []float64{1000, 400, 600}, []float64{0.05, 0.05, 0.05}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Inconclusive || v.Pass {
+		t.Errorf("40%% off is beyond the noise: %+v", v)
+	}
 }
 
 func TestRequestsPerOp(t *testing.T) {

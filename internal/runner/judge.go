@@ -54,19 +54,24 @@ func (x *execution) phasesLocked() {
 			if k < len(bounds) {
 				to = min(first[k], bounds[k]-1)
 			}
-			var thr, iops, cores, n float64
+			var thr, iops, iops2, cores, n float64
 			for _, s := range l.phased {
 				if s.T-s.DT >= from && s.T <= to {
-					thr, iops, cores, n = thr+s.Throughput, iops+s.WorkIOPS, cores+s.CPU, n+1
+					thr, iops, iops2, cores, n = thr+s.Throughput, iops+s.WorkIOPS, iops2+s.WorkIOPS*s.WorkIOPS, cores+s.CPU, n+1
 				}
 			}
 			if n == 0 {
 				continue
 			}
-			phases = append(phases, Phase{
+			p := Phase{
 				Name:        fmt.Sprintf("phase %d", k+1),
 				FromSeconds: from, ToSeconds: to, Throughput: thr / n, IOPS: iops / n, Cores: cores / n,
-			})
+			}
+			if mean := iops / n; n > 1 && mean > 0 {
+				variance := max(0, (iops2-n*mean*mean)/(n-1))
+				p.IOPSError = math.Sqrt(variance/n) / mean
+			}
+			phases = append(phases, p)
 		}
 		l.phases = phases
 	}
@@ -163,6 +168,7 @@ func (x *execution) judgeLocked() {
 					rate = p.IOPS
 				}
 				io[i].PhaseRates = append(io[i].PhaseRates, rate)
+				io[i].PhaseErrors = append(io[i].PhaseErrors, p.IOPSError)
 				io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
 			}
 		}

@@ -90,6 +90,10 @@ type Phase struct {
 	ToSeconds   float64 `json:"to_seconds"`
 	Throughput  float64 `json:"throughput"` // the workload's unit per second
 	IOPS        float64 `json:"iops"`       // the workload's operations per second
+	// IOPSError is the standard error of IOPS, relative to it, from the
+	// spread of the phase's samples: how far the disk's own noise moves
+	// the mean.
+	IOPSError float64 `json:"iops_error,omitempty"`
 	Cores       float64 `json:"cores"`      // the lane's CPU, as its cgroup counts it
 }
 
