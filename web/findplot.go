@@ -48,6 +48,10 @@ func plotOfSearch(v workshop.SearchView) findPlot {
 		pt := findPoint{X: svgNum(x(pr.Limit)), Y: svgNum(y(pr.Result.P99Ms)), Meets: pr.Meets != nil && *pr.Meets,
 			Clipped: pr.Result.P99Ms > top,
 			Title:   v.Spec.Search.Limit + " " + pr.Text + ": p99 " + f1(pr.Result.P99Ms) + " ms, throttled " + strconv.FormatFloat(100*pr.Result.Throttled, 'f', 0, 64) + "%"}
+		if pr.Result.Died != "" {
+			// No latency to draw: it stands above the chart, missed.
+			pt.Y, pt.Clipped, pt.Title = svgNum(y(top)), true, v.Spec.Search.Limit+" "+pr.Text+": "+pr.Result.Died
+		}
 		p.Points = append(p.Points, pt)
 	}
 	if v.Needs > v.Min && v.Needs < v.Max && v.Spec.Search.Limit == "cpus" {

@@ -16,6 +16,10 @@ import (
 // each lane's mean and spread and finds half a CPU slower than one beyond
 // the noise; the lanes took turns at going first.
 func TestBrowserRepeatsAndCompares(t *testing.T) {
+	enginetest.Measure(t, "a series compared in Chromium", browserRepeatsAndCompares)
+}
+
+func browserRepeatsAndCompares(t testing.TB) {
 	srv, _ := newServer(t)
 	ctx := browser(t)
 	id := browserStart(t, ctx, srv.URL, `{"name": "repeat", "mode": "sequential", "duration": "60s", "repeat": 3,

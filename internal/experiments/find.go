@@ -30,11 +30,15 @@ type ProbeRun struct {
 	P99Ms     float64 `json:"p99_ms"`
 	ErrorsPct float64 `json:"errors_pct"`
 	Throttled float64 `json:"throttled"`
+	// Died says why the service did not serve its load under the limit
+	// (OOM killed, exited): the limit misses the target, however its
+	// other figures read.
+	Died string `json:"died,omitempty"`
 }
 
 // Meets says whether a run met the target.
 func (t FindTarget) Meets(r ProbeRun) bool {
-	return r.P99Ms < t.P99Ms && (t.ErrorsPct == 0 || r.ErrorsPct < t.ErrorsPct) && (t.Throttled == 0 || r.Throttled <= t.Throttled)
+	return r.Died == "" && r.P99Ms < t.P99Ms && (t.ErrorsPct == 0 || r.ErrorsPct < t.ErrorsPct) && (t.Throttled == 0 || r.Throttled <= t.Throttled)
 }
 
 // Check says what is wrong with a target, naming the field.
@@ -119,6 +123,9 @@ func (b *Bisection) decided(i int) (done, pass bool) {
 	p99s := make([]float64, len(rs))
 	meets := 0
 	for k, r := range rs {
+		if r.Died != "" {
+			return true, false // a service that died there needs no repeat
+		}
 		p99s[k] = r.P99Ms
 		if b.Target.Meets(r) {
 			meets++

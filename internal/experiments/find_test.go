@@ -275,3 +275,21 @@ func TestSearchInTurn(t *testing.T) {
 		}
 	}
 }
+
+// A limit under which the service died (OOM killed) misses the target in
+// one run, whatever its other figures read.
+func TestADeadServiceMissesTheTarget(t *testing.T) {
+	target := FindTarget{P99Ms: 50}
+	died := ProbeRun{Died: "the kernel OOM killed the service", ErrorsPct: 100}
+	if target.Meets(died) {
+		t.Error("a dead service met the target")
+	}
+	b, err := NewBisection(16, 64, 16, 3, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Record(0, died)
+	if done, pass := b.decided(0); !done || pass {
+		t.Errorf("one dead run decided %v, passed %v; want it decided, missed", done, pass)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,17 +223,42 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	defer s.mu.Unlock()
 	s.current = ""
 	s.probes[k].State = string(v.State)
-	if v.State != runner.StateDone {
+	var r experiments.ProbeRun
+	switch why := serviceDied(v); {
+	case why != "":
+		// The limit misses the target: the service did not serve.
+		r = experiments.ProbeRun{Run: v.ID, ErrorsPct: 100, Died: why}
+	case v.State != runner.StateDone:
 		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, pv.Text, v.State, v.Error)
-	}
-	r, err := probeResult(v, f.m.Host().NCPU)
-	if err != nil {
-		return err
+	default:
+		var err error
+		if r, err = probeResult(v, f.m.Host().NCPU); err != nil {
+			return err
+		}
 	}
 	meets := s.spec.Target.Meets(r)
 	s.probes[k].Result, s.probes[k].Meets = &r, &meets
 	s.b.Record(step, r)
 	return nil
+}
+
+// serviceDied says why a probe's service did not serve its load, if it
+// did not: the kernel OOM killed it, it exited on its own before its load
+// ended, or it never answered.
+func serviceDied(v runner.RunView) string {
+	if len(v.Lanes) != 2 {
+		return ""
+	}
+	svc, load := v.Lanes[0], v.Lanes[1]
+	switch {
+	case svc.OOMKilled:
+		return "the kernel OOM killed the service"
+	case load.ExitCode != nil && *load.ExitCode != 0 && svc.ExitCode != nil && *svc.ExitCode != 0 && svc.EndedAt <= load.EndedAt && !svc.TimedOut:
+		return fmt.Sprintf("the service exited (%d) before its load ended", *svc.ExitCode)
+	case strings.Contains(load.Error, "did not answer"):
+		return "the service never answered"
+	}
+	return ""
 }
 
 // probeResult reads what a probe run measured: the load's p99 and failed

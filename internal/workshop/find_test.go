@@ -213,13 +213,14 @@ func TestSearchOnTheRealEngine(t *testing.T) {
 
 // TestSearchInTurnOnTheRealEngine: --cpus, then --memory with the --cpus
 // found fixed, each probe a real run; the engine applied both limits to
-// every probe of the second turn, as inspect reads them back.
+// every probe of the second turn, as inspect reads them back, and a limit
+// under which the kernel OOM killed the service missed the target.
 func TestSearchInTurnOnTheRealEngine(t *testing.T) {
 	m := enginetest.Manager(t)
-	fs, errs := experiments.ParseFind([]byte(`{"name": "in turn", "service": {"kind": "http", "work_us": 2000, "gomaxprocs": "1"},
-	  "load": {"rate": 100, "seconds": 3}, "target": {"p99_ms": 50, "errors_pct": 1},
-	  "search": {"limit": "cpus", "min": "0.1", "max": "0.9", "resolution": "0.4", "repeats": 1},
-	  "then": {"limit": "memory", "min": "8m", "max": "40m", "resolution": "16m", "repeats": 1}}`))
+	fs, errs := experiments.ParseFind([]byte(`{"name": "in turn", "service": {"kind": "http", "work_us": 2000, "alloc_kb": 16384, "gomaxprocs": "1"},
+	  "load": {"rate": 20, "seconds": 3}, "target": {"p99_ms": 400, "errors_pct": 1},
+	  "search": {"limit": "cpus", "min": "0.5", "max": "1.3", "resolution": "0.4", "repeats": 1},
+	  "then": {"limit": "memory", "min": "8m", "max": "200m", "resolution": "96m", "repeats": 1}}`))
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -241,8 +242,17 @@ func TestSearchInTurnOnTheRealEngine(t *testing.T) {
 	}
 	second := wait(first.Then)
 	t.Logf("--cpus %v after %d probes; then %s: %+v after %d probes", first.Answer.Limit, len(first.Probes), second.State, second.Answer, len(second.Probes))
-	if second.State != workshop.SearchDone || second.Answer == nil || second.After != first.ID {
+	if second.State != workshop.SearchDone || second.Answer == nil || !second.Answer.Found || second.After != first.ID {
 		t.Fatalf("the --memory turn: %s (%s), answer %+v", second.State, second.Error, second.Answer)
+	}
+	// Each request allocates 16 MiB: under --memory 8m (and 8m of swap)
+	// the kernel kills the service, and that limit misses the target.
+	killed := false
+	for _, p := range second.Probes {
+		killed = killed || p.Text == "8m" && p.Result != nil && strings.Contains(p.Result.Died, "OOM") && p.Meets != nil && !*p.Meets
+	}
+	if !killed {
+		t.Errorf("no probe at 8m missed the target with its service OOM killed: %+v", second.Probes)
 	}
 	for _, p := range second.Probes {
 		rv, ok := m.Archive().View(p.Run)
