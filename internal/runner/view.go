@@ -94,7 +94,7 @@ type Phase struct {
 	// spread of the phase's samples: how far the disk's own noise moves
 	// the mean.
 	IOPSError float64 `json:"iops_error,omitempty"`
-	Cores       float64 `json:"cores"`      // the lane's CPU, as its cgroup counts it
+	Cores     float64 `json:"cores"` // the lane's CPU, as its cgroup counts it
 }
 
 // ChangeRecord is a live limit change as the run keeps it.
