@@ -175,7 +175,8 @@ func TestBrowserSearchesBothInTurn(t *testing.T) {
 		return err == nil && ok
 	})
 	then := liveText(t, ctx, `[data-testid="find-then"]`)
-	if !strings.Contains(then, "--memory") || !strings.Contains(then, "--cpus 0.7 fixed") {
+	// The answer, 0.7, and the limit it recommends, 25% above: 0.9.
+	if !strings.Contains(then, "--memory") || !strings.Contains(then, "--cpus 0.9, the limit recommended above, fixed") {
 		t.Errorf("the first turn's link: %q", then)
 	}
 	first := run(t, ctx, chromedp.Evaluate[string](`location.pathname`))
@@ -191,7 +192,7 @@ func TestBrowserSearchesBothInTurn(t *testing.T) {
 		return err == nil && ok
 	})
 	fixed := liveText(t, ctx, `[data-testid="find-fixed"]`)
-	if !strings.Contains(fixed, "--cpus 0.7") || !strings.Contains(fixed, "the search before") {
+	if !strings.Contains(fixed, "--cpus 0.9") || !strings.Contains(fixed, "the search before") {
 		t.Errorf("the second turn's page: %q", fixed)
 	}
 	if answer := liveText(t, ctx, `[data-testid="find-answer"]`); !strings.Contains(answer, "--memory") {

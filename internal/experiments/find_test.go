@@ -245,7 +245,7 @@ func TestSearchInTurn(t *testing.T) {
 	if _, errs := fs.Check(); errs != nil {
 		t.Fatal(errs)
 	}
-	next, ok := fs.Following(0.7)
+	next, ok := fs.Following("0.7")
 	if !ok || next.Search.Limit != FindMemory || next.Then != nil || next.Fixed.CPUs != "0.7" || next.Fixed.PidsLimit != "64" {
 		t.Fatalf("the second turn: %+v", next)
 	}
@@ -256,7 +256,7 @@ func TestSearchInTurn(t *testing.T) {
 	if l := lanes[0].Limits; l.CPUs != "0.7" || l.Memory != "96m" || l.PidsLimit != "64" {
 		t.Errorf("the second turn's probe limits %+v", l)
 	}
-	if _, ok := next.Following(96); ok {
+	if _, ok := next.Following("96m"); ok {
 		t.Error("a second turn has a third")
 	}
 	for tail, field := range map[string]string{

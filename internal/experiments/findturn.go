@@ -37,16 +37,18 @@ func (fs FindSpec) checkTurns() Errors {
 	return errs
 }
 
-// Following is the second turn of a search that found answer: the other
-// limit searched, with the first one fixed at its answer. False when the
-// search has no second turn.
-func (fs FindSpec) Following(answer float64) (FindSpec, bool) {
+// Following is the second turn of a search: the other limit searched,
+// with the first one fixed at limit, the limit the first recommends (its
+// answer with the headroom above it: the answer itself is the edge, where
+// a second limit would tip the service over). False when the search has
+// no second turn.
+func (fs FindSpec) Following(limit string) (FindSpec, bool) {
 	if fs.Then == nil {
 		return FindSpec{}, false
 	}
 	next := fs
 	next.Search, next.Then = *fs.Then, nil
-	switch v := Value(LimitText(fs.Search.Limit, answer)); fs.Search.Limit {
+	switch v := Value(limit); fs.Search.Limit {
 	case FindCPUs:
 		next.Fixed.CPUs = v
 	case FindMemory:

@@ -291,9 +291,9 @@ func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
 	return r, nil
 }
 
-// turn starts a search's second turn, the other limit with this one's
-// answer fixed, if it has one and found its answer; it says why the turn
-// could not start.
+// turn starts a search's second turn, the other limit with the limit this
+// one recommends fixed, if it has one and found its answer; it says why
+// the turn could not start.
 func (f *Finder) turn(s *Search) string {
 	s.mu.Lock()
 	a := s.b.Answer()
@@ -301,14 +301,16 @@ func (f *Finder) turn(s *Search) string {
 	if !a.Found {
 		return ""
 	}
-	next, ok := s.spec.Following(a.Limit)
+	s.mu.Lock()
+	rec := s.spec.Recommend(s.b, a)
+	s.mu.Unlock()
+	next, ok := s.spec.Following(rec.Limit)
 	if !ok {
 		return ""
 	}
 	child, errs := f.start(next, s.participant, s.address, s.id)
 	if errs != nil {
-		return fmt.Sprintf("the search of --%s with --%s %s could not start: %v", next.Search.Limit, s.spec.Search.Limit,
-			experiments.LimitText(s.spec.Search.Limit, a.Limit), errs)
+		return fmt.Sprintf("the search of --%s with --%s %s could not start: %v", next.Search.Limit, s.spec.Search.Limit, rec.Limit, errs)
 	}
 	s.mu.Lock()
 	s.then = child.id

@@ -3,6 +3,7 @@ package workshop_test
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,8 +66,8 @@ func TestFakeSearchBisects(t *testing.T) {
 }
 
 // TestFakeSearchBothInTurn: a search with a second turn searches --cpus,
-// then --memory with the --cpus it found fixed in every probe; each
-// search links the other.
+// then --memory with the --cpus it recommends (its answer and headroom)
+// fixed in every probe; each search links the other.
 func TestFakeSearchBothInTurn(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 20 * time.Millisecond
@@ -87,7 +88,7 @@ func TestFakeSearchBothInTurn(t *testing.T) {
 	}
 	second := waitSearch(t, m.Finder(), first.Then)
 	if second.State != workshop.SearchDone || second.After != first.ID || second.Spec.Search.Limit != "memory" ||
-		second.Spec.Fixed.CPUs != experiments.Value(experiments.LimitText("cpus", first.Answer.Limit)) {
+		first.Recommend == nil || second.Spec.Fixed.CPUs != experiments.Value(first.Recommend.Limit) {
 		t.Fatalf("the second turn: %s (%s), after %q, spec %+v", second.State, second.Error, second.After, second.Spec)
 	}
 	if len(second.Probes) == 0 {
@@ -99,8 +100,8 @@ func TestFakeSearchBothInTurn(t *testing.T) {
 			t.Fatalf("probe %+v: run %v", p, ok)
 		}
 		r := rv.Lanes[0].Requested
-		if float64(r.NanoCPUs) != first.Answer.Limit*1e9 || r.Memory != int64(p.Limit)<<20 {
-			t.Errorf("the second turn's probe at %s ran the service with %+v, want --cpus %v fixed", p.Text, r, first.Answer.Limit)
+		if experiments.Value(strconv.FormatFloat(float64(r.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || r.Memory != int64(p.Limit)<<20 {
+			t.Errorf("the second turn's probe at %s ran the service with %+v, want --cpus %s fixed", p.Text, r, second.Spec.Fixed.CPUs)
 		}
 	}
 	t.Logf("--cpus %v, then --memory %+v", first.Answer.Limit, second.Answer)
@@ -212,7 +213,7 @@ func TestSearchOnTheRealEngine(t *testing.T) {
 }
 
 // TestSearchInTurnOnTheRealEngine: --cpus, then --memory with the --cpus
-// found fixed, each probe a real run; the engine applied both limits to
+// the first turn recommends fixed, each probe a real run; the engine applied both limits to
 // every probe of the second turn, as inspect reads them back, and a limit
 // under which the kernel OOM killed the service missed the target.
 func TestSearchInTurnOnTheRealEngine(t *testing.T) {
@@ -261,8 +262,8 @@ func TestSearchInTurnOnTheRealEngine(t *testing.T) {
 		}
 		a := rv.Lanes[0].Applied
 		t.Logf("probe at --memory %s: applied %+v, p99 %+v", p.Text, *a, p.Result)
-		if float64(a.NanoCPUs) != first.Answer.Limit*1e9 || a.Memory != int64(p.Limit)<<20 {
-			t.Errorf("probe at --memory %s: the engine applied %+v, want --cpus %v and that memory", p.Text, *a, first.Answer.Limit)
+		if experiments.Value(strconv.FormatFloat(float64(a.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || a.Memory != int64(p.Limit)<<20 {
+			t.Errorf("probe at --memory %s: the engine applied %+v, want --cpus %s and that memory", p.Text, *a, second.Spec.Fixed.CPUs)
 		}
 	}
 }
