@@ -186,7 +186,9 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec,
 // for a verdict.
 func EmulatedCPU() bool { return os.Getenv("LIMITLAB_TEST_EMULATED_CPU") != "" }
 
-// CheckVerdict fails the test unless a run's verdict was judged and holds.
+// CheckVerdict fails the test unless a run's verdict was judged and holds:
+// passed, or was inconclusive on the host's load with its figures within
+// the tolerance all the same (Verdict.Held).
 // On emulated CPUs a verdict on CPU time (wall time per CPU second, CPU
 // shares, throttled periods) must be judged, and is logged, not required
 // to hold; block IO verdicts must hold there too.
@@ -196,6 +198,10 @@ func CheckVerdict(t testing.TB, v *experiments.Verdict) {
 	case v == nil || !v.Judged:
 		t.Errorf("not judged: %+v", v)
 	case v.Pass:
+	case v.Inconclusive && v.Held:
+		// The host's own load (these machines' baseline is a quarter of
+		// a core) could have decided it, and the figures held regardless.
+		t.Logf("inconclusive, and as predicted all the same: %s", v.Explanation)
 	case EmulatedCPU() && (v.Metric == experiments.MetricCPU || v.Metric == experiments.MetricWallTime || v.Metric == experiments.MetricThrottling):
 		t.Logf("on emulated CPUs, not as predicted (not required): %s", v.Explanation)
 	default:

@@ -52,6 +52,15 @@ func TestJudgeNoise(t *testing.T) {
 		!strings.HasPrefix(busy.Explanation, "inconclusive: ") || !strings.Contains(busy.Explanation, "What was measured: not as predicted") {
 		t.Errorf("two busy loops beside the lab: %+v", busy)
 	}
+	// A verdict whose figures held is inconclusive all the same, and
+	// says that they held; one that failed does not.
+	v.Pass = true
+	if held := JudgeNoise(v, 2, phases(1.3)); !held.Inconclusive || held.Pass || !held.Held {
+		t.Errorf("figures within the tolerance on a busy host: %+v", held)
+	}
+	if busy.Held {
+		t.Errorf("a failed verdict on a busy host says it held: %+v", busy)
+	}
 	// Lanes that each want more than they get lose alike: their ratios
 	// do not move.
 	shares := Verdict{Judged: true, Pass: true, Metric: MetricCPU, Tolerance: 0.1}

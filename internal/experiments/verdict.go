@@ -24,6 +24,10 @@ type Verdict struct {
 	// verdict (JudgeNoise); Noise says what was busy and how much.
 	Inconclusive bool   `json:"inconclusive,omitempty"`
 	Noise        string `json:"noise,omitempty"`
+	// Held, on an inconclusive verdict, says the measurements were within
+	// the tolerance all the same: the host's load could have decided the
+	// verdict, and did not move it past the prediction.
+	Held bool `json:"held,omitempty"`
 }
 
 // JudgedBy is the verdict a run of the plan is judged by: its lab's, or
@@ -240,7 +244,7 @@ func JudgeNoise(v Verdict, ncpu int, rows []NoisyRow) Verdict {
 		}
 	}
 	b := rows[busiest]
-	v.Inconclusive, v.Pass = true, false
+	v.Inconclusive, v.Held, v.Pass = true, v.Pass, false
 	v.Noise = fmt.Sprintf("the host was too busy to judge: %.2f cores of other work than this run and %.2f of steal in %s could have moved %s by %s, more than the tolerance of %s",
 		b.Foreign, b.Steal, b.Name, rows[at].Name, percent(min(worst, 9.99)), percent(v.Tolerance))
 	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation

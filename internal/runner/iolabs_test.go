@@ -31,6 +31,8 @@ func TestIOLabs(t *testing.T) {
 				enginetest.Figure(t, id+" (MiB/s or ops/s)", "%s (limits %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
 				switch vd := v.Verdict; {
 				case vd.Pass:
+				case vd.Inconclusive && vd.Held:
+					t.Logf("inconclusive on the host's load, and as predicted all the same: %s", vd.Explanation)
 				case vd.Inconclusive && vd.Noise != "" && id == "noisy-neighbour-io" && vd.Measured[1] < 0.5:
 					// The neighbours' harm showed; whether the victim
 					// recovered the disk's own noise could decide, and the
