@@ -34,8 +34,9 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 	}
 	cmd := l.Workload.Args()
 	if l.Workload.Kind == experiments.KindImage {
-		image, o = l.Workload.Image, laneOptions{}
+		o = laneOptions{} // no progress file, no barrier
 	}
+	image = laneImage(l, image)
 	if o.progressFile {
 		cmd = append(cmd, "-progress-file", wire.ProgressPath)
 	}
@@ -76,6 +77,15 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 			Resources:      Resources(r),
 		},
 	}
+}
+
+// laneImage is the image a lane runs: a facilitator's service's own, or
+// the workload image.
+func laneImage(l experiments.PlannedLane, workload string) string {
+	if l.Workload.Kind == experiments.KindImage {
+		return l.Workload.Image
+	}
+	return workload
 }
 
 // LaneOption sets how a lane's container is made.

@@ -57,11 +57,7 @@ func (d Docker) Create(ctx context.Context, nl NewLane) (Created, error) {
 		if nl.Lane.Target >= 0 {
 			network = "container:" + ContainerName(nl.RunID, nl.Lane.Target)
 		}
-		img := ImageRepo
-		if nl.Lane.Workload.Kind == experiments.KindImage {
-			img = nl.Lane.Workload.Image
-		}
-		c.Command = experiments.DockerRun(img, nl.Lane.Workload, c.Applied, network)
+		c.Command = experiments.DockerRun(laneImage(nl.Lane, ImageRepo), nl.Lane.Workload, c.Applied, network)
 	}
 	return c, err
 }

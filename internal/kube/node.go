@@ -26,26 +26,41 @@ func taken(n *corev1.Node) (runID, instance string, ok bool) {
 	return runID, n.Labels[engine.LabelInstance], ok
 }
 
+// updateNode reads the run's node, lets change alter it, and writes it
+// back if change says to, again on a conflicting write.
+func (c *Cluster) updateNode(ctx context.Context, change func(n *corev1.Node) (write bool, err error)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.cs.CoreV1().Nodes().Get(ctx, c.Node(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if write, err := change(n); err != nil || !write {
+			return err
+		}
+		_, err = c.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// withoutRunTaint is a node's taints less the run taint.
+func withoutRunTaint(ts []corev1.Taint) []corev1.Taint {
+	return slices.DeleteFunc(ts, func(t corev1.Taint) bool { return t.Key == TaintRun })
+}
+
 // take marks the node as runID's for its time. A node another run holds
 // is refused, naming the run and its server.
 func (c *Cluster) take(ctx context.Context, runID string) error {
 	node := c.Node()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	err := c.updateNode(ctx, func(n *corev1.Node) (bool, error) {
 		if id, inst, ok := taken(n); ok && id != runID {
-			return fmt.Errorf("node %s is taken by run %s of the Limit Lab server %s", node, id, inst)
+			return false, fmt.Errorf("node %s is taken by run %s of the Limit Lab server %s", node, id, inst)
 		}
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
 		n.Labels[engine.LabelRun], n.Labels[engine.LabelInstance] = runID, c.instance
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintRun })
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintRun, Value: runID, Effect: corev1.TaintEffectNoSchedule})
-		_, err = c.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		n.Spec.Taints = append(withoutRunTaint(n.Spec.Taints), corev1.Taint{Key: TaintRun, Value: runID, Effect: corev1.TaintEffectNoSchedule})
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("kube: take node %s for run %s: %w", node, runID, err)
@@ -59,24 +74,18 @@ func (c *Cluster) take(ctx context.Context, runID string) error {
 // release gives the node back: its run's label and taint go, if runID
 // (or, with runID empty, any run of this server) still holds it.
 func (c *Cluster) release(ctx context.Context, runID string) error {
-	node := c.Node()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	err := c.updateNode(ctx, func(n *corev1.Node) (bool, error) {
 		id, inst, ok := taken(n)
 		if !ok || inst != c.instance || runID != "" && id != runID {
-			return nil // not ours to give back
+			return false, nil // not ours to give back
 		}
 		delete(n.Labels, engine.LabelRun)
 		delete(n.Labels, engine.LabelInstance)
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintRun })
-		_, err = c.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		n.Spec.Taints = withoutRunTaint(n.Spec.Taints)
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("kube: release node %s: %w", node, err)
+		return fmt.Errorf("kube: release node %s: %w", c.Node(), err)
 	}
 	c.mu.Lock()
 	if runID == "" || c.takenBy == runID {

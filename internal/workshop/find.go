@@ -242,14 +242,27 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	return nil
 }
 
+// probeLanes are a probe run's service and load lanes, found by name.
+func probeLanes(v runner.RunView) (svc, load *runner.LaneResult) {
+	for i := range v.Lanes {
+		switch v.Lanes[i].Name {
+		case experiments.ProbeService:
+			svc = &v.Lanes[i]
+		case experiments.ProbeLoad:
+			load = &v.Lanes[i]
+		}
+	}
+	return svc, load
+}
+
 // serviceDied says why a probe's service did not serve its load, if it
 // did not: the kernel OOM killed it, it exited on its own before its load
 // ended, or it never answered.
 func serviceDied(v runner.RunView) string {
-	if len(v.Lanes) != 2 {
+	svc, load := probeLanes(v)
+	if svc == nil || load == nil {
 		return ""
 	}
-	svc, load := v.Lanes[0], v.Lanes[1]
 	switch {
 	case svc.OOMKilled:
 		return "the kernel OOM killed the service"
@@ -266,15 +279,7 @@ func serviceDied(v runner.RunView) string {
 // load ran.
 func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
 	r := experiments.ProbeRun{Run: v.ID}
-	var svc, load *runner.LaneResult
-	for i := range v.Lanes {
-		switch v.Lanes[i].Name {
-		case experiments.ProbeService:
-			svc = &v.Lanes[i]
-		case experiments.ProbeLoad:
-			load = &v.Lanes[i]
-		}
-	}
+	svc, load := probeLanes(v)
 	if svc == nil || load == nil || load.LatencyMs == nil || load.Requests == 0 {
 		return r, fmt.Errorf("the probe run %s measured no latency", v.ID)
 	}
