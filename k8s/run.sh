@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make test-k8s: the suite's Kubernetes part on a real single-node cluster
-# started here (cluster.sh), always stopped on the way out. It fails loudly
-# if the cluster does not come up, if a test fails, or if anything is left:
-# a process, a kubepods cgroup, or a changed sysctl of this machine.
+# started here (cluster.sh), always stopped on the way out: once with
+# kubelet's default CPU manager, then again with the static one for the
+# lab that needs it. It fails loudly if a cluster does not come up, if a
+# test fails, or if anything is left: a process, a kubepods cgroup, or a
+# changed sysctl of this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . k8s/env.sh
@@ -28,16 +30,29 @@ finish() {
   exit $rc
 }
 trap finish EXIT
-IMAGES=$IMAGES bash k8s/cluster.sh up
-# The suite runs as the service account deploy/kubernetes/rbac.yaml gives
-# the server, with a token of an hour: what the server needs of a cluster
-# is what the README says, no more.
-kubectl apply -f deploy/kubernetes/rbac.yaml >/dev/null
-SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
-cp "$KUBECONFIG" "$SA_KUBECONFIG"
-KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
-KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
-export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
-go test -tags k8s -count=1 -timeout 20m -v ${K8S_TEST_ARGS:-} ./internal/kube/...
-# The pages of a Kubernetes run, in Chromium.
-go test -tags k8s -count=1 -timeout 10m -v -run '^TestKubernetes' ./web
+
+# up: a cluster, and the server's service account as deploy/kubernetes/
+# rbac.yaml gives it, with a token of an hour: the suite runs as that, so
+# what the server needs of a cluster is what the README says, no more.
+up() {
+  CPU_POLICY=${1:-none} IMAGES=$IMAGES bash k8s/cluster.sh up
+  kubectl apply -f deploy/kubernetes/rbac.yaml >/dev/null
+  SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
+  cp "$KUBECONFIG" "$SA_KUBECONFIG"
+  KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
+  KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
+  export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
+}
+
+# K8S_ONLY=static runs the second cluster's test alone.
+if [ "${K8S_ONLY:-}" != static ]; then
+  up
+  go test -tags k8s -count=1 -timeout 20m -v -skip '^TestStaticCPUManagerLab$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  # The pages of a Kubernetes run, in Chromium.
+  [ -n "${K8S_TEST_ARGS:-}" ] || go test -tags k8s -count=1 -timeout 10m -v -run '^TestKubernetes' ./web
+  bash k8s/cluster.sh down
+fi
+
+# The static CPU manager lab, on the node started again with that policy.
+up static
+LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 10m -v -run '^TestStaticCPUManagerLab$' ./internal/kube/

@@ -111,11 +111,13 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 // node runs take, checks that the workload image was imported there (it is
 // never pulled), and removes what an earlier life of this server left.
 func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
-	host, err := cl.Probe(ctx)
-	if err != nil {
-		return host, "", err
-	}
 	image, err := engine.OCIImageRef(bin)
+	if err != nil {
+		return engine.HostInfo{}, "", err
+	}
+	// The CPU manager probe runs the image.
+	cl.UseImage(image)
+	host, err := cl.Probe(ctx)
 	if err != nil {
 		return host, "", err
 	}
@@ -125,7 +127,8 @@ func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store
 		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (README: Kubernetes)", host.Node, image)
 	}
 	log.Info("kubernetes node", slog.String("node", host.Node), slog.String("kubelet", host.APIVersion),
-		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image))
+		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image),
+		slog.String("cpu_manager", host.CPUManager), slog.String("cpu_manager_probe", host.CPUManagerNote))
 	if err := workshop.ReapLeftovers(ctx, cl, st, instance, log); err != nil {
 		return host, "", err
 	}

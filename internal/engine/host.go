@@ -29,8 +29,12 @@ type Support struct {
 type HostInfo struct {
 	// Platform is what runs the lanes: Docker ("") or Kubernetes; Node
 	// the Kubernetes node runs take.
-	Platform         string
-	Node             string
+	Platform string
+	Node     string
+	// CPUManager is the node's kubelet CPU manager policy, as a probe pod
+	// showed it, and CPUManagerNote what the probe saw (Kubernetes only).
+	CPUManager       string
+	CPUManagerNote   string
 	EngineVersion    string
 	APIVersion       string
 	EngineAPIVersion string
@@ -146,7 +150,7 @@ func (h HostInfo) SharesNote() string {
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
 	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
-		Kubernetes: h.Kubernetes(), Images: map[string]bool{}}
+		Kubernetes: h.Kubernetes(), Images: map[string]bool{}, CPUManager: h.CPUManager, CPUManagerNote: h.CPUManagerNote}
 	for name, present := range h.Images {
 		eh.Images[name] = present
 	}

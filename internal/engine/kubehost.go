@@ -22,6 +22,9 @@ type KubernetesNode struct {
 	// Local whether kubelet's pod cgroups are there.
 	CgroupRoot string
 	Local      bool
+	// CPUManager is kubelet's CPU manager policy as a probe pod showed
+	// it ("static", "none", "" unknown), CPUManagerNote what it saw.
+	CPUManager, CPUManagerNote string
 }
 
 // KubernetesHost is a node as a host of runs: the limits a pod has words
@@ -29,7 +32,7 @@ type KubernetesNode struct {
 // counters are read from the node's cgroup files.
 func KubernetesHost(n KubernetesNode) HostInfo {
 	h := HostInfo{
-		Platform: PlatformKubernetes, Node: n.Name,
+		Platform: PlatformKubernetes, Node: n.Name, CPUManager: n.CPUManager, CPUManagerNote: n.CPUManagerNote,
 		EngineVersion: n.ServerVersion, APIVersion: n.KubeletVersion, EngineAPIVersion: n.Runtime,
 		OS: n.OS, Kernel: n.Kernel, CgroupVersion: n.CgroupVersion, CgroupDriver: "kubelet",
 		NCPU: n.NCPU, MemTotal: n.MemTotal, Limits: map[string]Support{},
@@ -53,5 +56,9 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 func (h HostInfo) Kubernetes() bool { return h.Platform == PlatformKubernetes }
 
 func (h HostInfo) describeKubernetes() string {
-	return fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.EngineVersion, h.Node, h.CgroupVersion, h.NCPU)
+	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.EngineVersion, h.Node, h.CgroupVersion, h.NCPU)
+	if h.CPUManager != "" {
+		d += ", CPU manager " + h.CPUManager
+	}
+	return d
 }

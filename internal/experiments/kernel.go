@@ -27,6 +27,9 @@ type KernelFile struct {
 	// Formula names the conversion Want follows, where runtimes differ
 	// (a pod's cpu.weight on v2).
 	Formula string `json:"formula,omitempty"`
+	// CPUs, for a cpuset file, is how many CPUs it must list (which ones
+	// are the kubelet's to pick); Want then only describes them.
+	CPUs int `json:"cpus,omitempty"`
 }
 
 // Holds says whether a file's contents show the wanted value: some line of
@@ -34,6 +37,10 @@ type KernelFile struct {
 // ("254:0 rbps=1048576" holds in "254:0 rbps=1048576 wbps=max riops=max
 // wiops=max").
 func (k KernelFile) Holds(contents string) bool {
+	if k.CPUs > 0 {
+		cpus, err := ParseCPUSet(strings.TrimSpace(contents))
+		return err == nil && len(cpus) == k.CPUs
+	}
 	want := strings.Fields(k.Want)
 	if len(want) == 0 {
 		return false

@@ -48,6 +48,8 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 		return fail("seed", []string{"seed"}, "at most 16 characters")
 	case l.RequiresCPUs < 0 || l.RequiresCPUs > 1024:
 		return fail("requires_cpus", []string{"requires_cpus"}, "want 0 to 1024, got %d", l.RequiresCPUs)
+	case l.RequiresCPUManager != "" && l.RequiresCPUManager != CPUManagerStatic:
+		return fail("requires_cpu_manager", []string{"requires_cpu_manager"}, "want %q or nothing, got %q", CPUManagerStatic, l.RequiresCPUManager)
 	case !topicName.MatchString(l.Topic):
 		return fail("topic", []string{"topic"}, "want a topic of 1 to 32 lowercase letters, digits and dashes (the built-in ones are %s), got %q",
 			strings.Join(Topics, ", "), l.Topic)
@@ -204,6 +206,7 @@ func LabFile(id string, spec Spec, from *Lab) Lab {
 	if from != nil {
 		l.Title, l.Seed, l.Question, l.Before, l.After = from.Title, from.Seed, from.Question, from.Before, from.After
 		l.RequiresCPUs, l.Topic, l.Verdict, l.Steps = from.RequiresCPUs, from.Topic, from.Verdict, from.Steps
+		l.RequiresCPUManager = from.RequiresCPUManager
 	}
 	if strings.TrimSpace(l.Title) == "" {
 		l.Title = id

@@ -20,11 +20,14 @@ type Lab struct {
 	Before   string `json:"before"`
 	After    string `json:"after"`
 	// RequiresCPUs is the fewest CPUs on which the lab shows its effect.
-	RequiresCPUs int             `json:"requires_cpus"`
-	Topic        string          `json:"topic"` // one of Topics
-	Verdict      *VerdictSpec    `json:"verdict,omitempty"`
-	Steps        []Step          `json:"steps,omitempty"`
-	Spec         json.RawMessage `json:"spec"`
+	RequiresCPUs int `json:"requires_cpus"`
+	// RequiresCPUManager is the kubelet CPU manager policy the lab needs
+	// of its node ("static"); empty for any engine.
+	RequiresCPUManager string          `json:"requires_cpu_manager,omitempty"`
+	Topic              string          `json:"topic"` // one of Topics
+	Verdict            *VerdictSpec    `json:"verdict,omitempty"`
+	Steps              []Step          `json:"steps,omitempty"`
+	Spec               json.RawMessage `json:"spec"`
 	// Find makes the lab a limit search: its spec's "service" lane under
 	// one limit after another beside its "load" lane, until the smallest
 	// limit that meets the target (the spec's own limit is one example).
@@ -98,6 +101,9 @@ func LabByID(id string) (Lab, bool) { return current.Load().Lab(id) }
 func (l Lab) Shows(h Host) (bool, string) {
 	if h.NCPU > 0 && h.NCPU < l.RequiresCPUs {
 		return false, fmt.Sprintf("this host has %d CPU(s); the lab needs %d to show its effect", h.NCPU, l.RequiresCPUs)
+	}
+	if l.RequiresCPUManager != "" && h.CPUManager != l.RequiresCPUManager {
+		return false, cpuManagerWhy(l.RequiresCPUManager, h)
 	}
 	spec, _ := parseCustom(l.Spec)
 	for _, lane := range spec.Lanes {

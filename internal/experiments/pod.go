@@ -38,6 +38,13 @@ type Pod struct {
 	LimitMemory     int64 `json:"limit_memory,omitempty"`
 	// QoS is the class Kubernetes gives a pod of this one container.
 	QoS string `json:"qos"`
+	// On a node with the static CPU manager (placeExclusive): the CPUs
+	// the pod has to itself, or how many it shares with the other pods
+	// while one has CPUs of its own, and the cpuset the model places it
+	// on.
+	ExclusiveCPUs int    `json:"exclusive_cpus,omitempty"`
+	SharedCPUs    int    `json:"shared_cpus,omitempty"`
+	Cpuset        string `json:"cpuset,omitempty"`
 }
 
 // The kernel's bounds on cpu.shares, which kubelet applies too.
@@ -136,8 +143,9 @@ func qosOf(p Pod) string {
 // engine applies them (a memory request is the scheduler's alone and has
 // no cgroup file on cgroup v1).
 func (p Pod) Resources() Resources {
-	r := Resources{CPUShares: SharesOf(p.RequestMilliCPU), Memory: p.LimitMemory}
-	if p.LimitMilliCPU > 0 {
+	r := Resources{CPUShares: SharesOf(p.RequestMilliCPU), Memory: p.LimitMemory, CpusetCpus: p.Cpuset}
+	if p.LimitMilliCPU > 0 && p.ExclusiveCPUs == 0 {
+		// CPUs of its own come without a quota.
 		r.NanoCPUs = p.LimitMilliCPU * 1e6
 	}
 	return r

@@ -18,6 +18,17 @@ const (
 	FormulaQuadratic = "runc 1.3.2 and later: 10^((l²+125l)/612 − 7/34), l = log2(shares)"
 )
 
+// staticFormula names what the static CPU manager does with a Guaranteed
+// pod's whole CPUs.
+const staticFormula = "static CPU manager: a Guaranteed pod's whole CPUs are its own, without a quota"
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
 // WeightQuadratic is cpu.weight from shares by runc's newer formula
 // (opencontainers/runc#4772), which puts 1024 shares at the kernel's
 // default weight of 100.
@@ -71,8 +82,18 @@ func PodKernelFiles(p Pod, v2 bool) []KernelFile {
 
 	lim := milli(p.LimitMilliCPU)
 	quota := int64(-1)
-	if p.LimitMilliCPU > 0 {
+	if p.LimitMilliCPU > 0 && p.ExclusiveCPUs == 0 {
 		quota = p.LimitMilliCPU * defaultCFSPeriod / 1000
+	}
+	cpuset := func(f KernelFile) {
+		f.Controller, f.File = "cpuset", pick(v2, "cpuset.cpus.effective", "cpuset.cpus")
+		add(f)
+	}
+	switch {
+	case p.ExclusiveCPUs > 0:
+		cpuset(KernelFile{Flag: "limits.cpu", Value: lim, Want: plural(p.ExclusiveCPUs, "CPU") + " of its own", CPUs: p.ExclusiveCPUs, Formula: staticFormula})
+	case p.SharedCPUs > 0:
+		cpuset(KernelFile{Flag: "cpuManagerPolicy", Value: CPUManagerStatic, Want: "the shared pool of " + plural(p.SharedCPUs, "CPU"), CPUs: p.SharedCPUs, Formula: staticFormula})
 	}
 	if v2 {
 		q := "max"
@@ -81,7 +102,11 @@ func PodKernelFiles(p Pod, v2 bool) []KernelFile {
 		}
 		add(KernelFile{Flag: "limits.cpu", Value: lim, File: "cpu.max", Want: q + " " + num(defaultCFSPeriod)})
 	} else {
-		add(KernelFile{Flag: "limits.cpu", Value: lim, Controller: "cpu", File: "cpu.cfs_quota_us", Want: num(quota)})
+		f := KernelFile{Flag: "limits.cpu", Value: lim, Controller: "cpu", File: "cpu.cfs_quota_us", Want: num(quota)}
+		if p.ExclusiveCPUs > 0 {
+			f.Formula = staticFormula
+		}
+		add(f)
 		add(KernelFile{Flag: "limits.cpu", Value: lim, Controller: "cpu", File: "cpu.cfs_period_us", Want: num(defaultCFSPeriod)})
 	}
 

@@ -58,20 +58,35 @@ func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu in
 	worst := 0.0
 	for i, l := range plan.Lanes {
 		quota := l.Resources.CPULimit()
-		if l.Workload.Kind != KindHTTP || quota <= 0 {
+		// A pod with CPUs of its own (the static CPU manager) has its
+		// limit without a quota: judged, and predicted never throttled.
+		exclusive := l.Pod != nil && l.Pod.ExclusiveCPUs > 0
+		if l.Workload.Kind != KindHTTP || (quota <= 0 && !exclusive) {
 			continue
 		}
-		if !out[i].Completed || out[i].Periods == 0 || out[i].Wall <= 0 {
+		if !out[i].Completed || (out[i].Periods == 0 && !exclusive) || out[i].Wall <= 0 {
 			v.Explanation = fmt.Sprintf("Not judged: lane %d (%s) did not serve its load to the end under its quota.", i+1, l.Name)
 			return v
 		}
-		threads := GoThreads(l.Workload, quota, ncpu)
+		// Go counts the CPUs its process may run on: a cpuset's.
+		cpus := ncpu
+		if set, err := ParseCPUSet(l.Resources.CpusetCpus); err == nil {
+			cpus = len(set)
+		}
+		threads := GoThreads(l.Workload, quota, cpus)
 		predicted := 0.0
-		if float64(threads) > quota {
+		if quota > 0 && float64(threads) > quota {
 			predicted = 1 - quota/float64(threads)
 		}
 		measured := float64(out[i].ThrottledNs) / 1e9 / (float64(threads) * out[i].Wall)
-		v.Labels = append(v.Labels, fmt.Sprintf("%s (GOMAXPROCS %d, --cpus %s)", l.Name, threads, strconv.FormatFloat(quota, 'f', -1, 64)))
+		limit := "--cpus " + strconv.FormatFloat(quota, 'f', -1, 64)
+		switch {
+		case exclusive:
+			limit = fmt.Sprintf("limits.cpu %d, CPUs of its own, no quota", l.Pod.ExclusiveCPUs)
+		case l.Pod != nil:
+			limit = "limits.cpu " + strconv.FormatFloat(quota, 'f', -1, 64)
+		}
+		v.Labels = append(v.Labels, fmt.Sprintf("%s (GOMAXPROCS %d, %s)", l.Name, threads, limit))
 		v.Predicted = append(v.Predicted, predicted)
 		v.Measured = append(v.Measured, measured)
 		worst = max(worst, math.Abs(measured-predicted))

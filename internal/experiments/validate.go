@@ -46,6 +46,12 @@ type Host struct {
 	// unknown (a lab file read on its own): images go unchecked then, and
 	// are checked against the engine before any run.
 	Images map[string]bool
+	// CPUManager is the node's kubelet CPU manager policy, as a probe pod
+	// found it ("static", "none"; empty when unknown or not Kubernetes),
+	// and CPUManagerNote what the probe saw. Under the static policy a
+	// Guaranteed pod of whole CPUs gets CPUs of its own and no quota.
+	CPUManager     string
+	CPUManagerNote string
 }
 
 // Resources are a lane's limits resolved to the numbers the Engine API takes
@@ -253,6 +259,9 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 	errs = append(errs, linkTargets(&plan)...)
 	if len(errs) == 0 {
 		plan.Groups = groups(plan)
+		errs = placeExclusive(plan, host)
+	}
+	if len(errs) == 0 {
 		errs = capRun(plan, host)
 	}
 	if len(errs) > 0 {

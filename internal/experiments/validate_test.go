@@ -260,6 +260,9 @@ func TestLabsAreValid(t *testing.T) {
 				t.Fatal(errs)
 			}
 			host := Host{NCPU: 2, DataRootDevice: "/dev/vda"}
+			if l.RequiresCPUManager != "" {
+				host.Kubernetes, host.CPUManager = true, l.RequiresCPUManager
+			}
 			plan, errs := Validate(spec, host)
 			if errs != nil {
 				t.Fatal(errs)

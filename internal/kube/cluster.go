@@ -30,11 +30,14 @@ type Cluster struct {
 	// the server reads them when it runs on the node.
 	cgroupRoot string
 
-	mu      sync.Mutex
-	node    string                    // the node runs take, chosen by Probe
-	takenBy string                    // the run that holds the node (take)
-	pending map[string]engine.NewLane // created, not yet started: a pod starts when it is made
-	started map[string]string         // a started pod's container id, by pod name
+	mu        sync.Mutex
+	node      string                    // the node runs take, chosen by Probe
+	takenBy   string                    // the run that holds the node (take)
+	pending   map[string]engine.NewLane // created, not yet started: a pod starts when it is made
+	started   map[string]string         // a started pod's container id, by pod name
+	exclusive map[string]bool           // started pods with CPUs of their own (the static CPU manager)
+	image     string                    // the workload image (UseImage), for the CPU manager probe
+	policies  map[string]cpuPolicy      // each node's CPU manager policy, by its uid
 }
 
 // Connect reads a kubeconfig file (kubectl's format) and returns the
@@ -53,7 +56,7 @@ func Connect(kubeconfig, namespace, instance, cgroupRoot string) (*Cluster, erro
 	if namespace == "" {
 		namespace = "default"
 	}
-	return &Cluster{cs: cs, server: cfg.Host, ns: namespace, instance: instance, cgroupRoot: cgroupRoot, pending: map[string]engine.NewLane{}, started: map[string]string{}}, nil
+	return &Cluster{cs: cs, server: cfg.Host, ns: namespace, instance: instance, cgroupRoot: cgroupRoot, pending: map[string]engine.NewLane{}, started: map[string]string{}, policies: map[string]cpuPolicy{}, exclusive: map[string]bool{}}, nil
 }
 
 // Namespace is where the cluster's lane pods go.
@@ -108,6 +111,7 @@ func (c *Cluster) Probe(ctx context.Context) (engine.HostInfo, error) {
 	c.mu.Lock()
 	c.node = n.Name
 	c.mu.Unlock()
+	kn.CPUManager, kn.CPUManagerNote = c.cpuManager(ctx, n, kn.NCPU)
 	return engine.KubernetesHost(kn), nil
 }
 

@@ -31,7 +31,7 @@ func cluster(t *testing.T) (*workshop.Manager, kubernetes.Interface) {
 	return kubetest.Manager(t)
 }
 
-func runLab(t *testing.T, m *workshop.Manager, id string) runner.RunView {
+func runLab(t testing.TB, m *workshop.Manager, id string) runner.RunView {
 	t.Helper()
 	lab, ok := experiments.LabByID(id)
 	if !ok {
@@ -50,7 +50,7 @@ func runLab(t *testing.T, m *workshop.Manager, id string) runner.RunView {
 }
 
 // leftPods counts the pods of a run still there.
-func leftPods(t *testing.T, cs kubernetes.Interface, runID string) int {
+func leftPods(t testing.TB, cs kubernetes.Interface, runID string) int {
 	t.Helper()
 	list, err := cs.CoreV1().Pods(kubetest.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: engine.LabelRun + "=" + runID})
 	if err != nil {
@@ -61,7 +61,7 @@ func leftPods(t *testing.T, cs kubernetes.Interface, runID string) int {
 
 // checkKernel fails unless every cgroup file a lane's resources write was
 // read back from its running pod and holds.
-func checkKernel(t *testing.T, l runner.LaneResult) {
+func checkKernel(t testing.TB, l runner.LaneResult) {
 	t.Helper()
 	if l.Kernel == nil || len(l.Kernel.Files) == 0 {
 		t.Errorf("lane %s: no kernel view", l.Name)

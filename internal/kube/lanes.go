@@ -61,6 +61,11 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("kube: no lane %s to start", id)
 	}
+	if p := nl.Lane.Pod; p.ExclusiveCPUs == 0 && p.SharedCPUs == 0 {
+		if err := c.waitExclusiveGone(ctx); err != nil {
+			return 0, err
+		}
+	}
 	args := args(nl)
 	if nl.Lane.Target >= 0 {
 		// A load lane reaches its service at the service pod's address.
@@ -85,6 +90,9 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 				cid := containerID(st.ContainerID)
 				c.mu.Lock()
 				c.started[id] = cid
+				if nl.Lane.Pod.ExclusiveCPUs > 0 {
+					c.exclusive[id] = true
+				}
 				c.mu.Unlock()
 				return podPid(c.cgroupRoot, string(got.UID), cid), nil
 			case st.State.Waiting != nil && st.State.Waiting.Reason != "ContainerCreating" && st.State.Waiting.Reason != "PodInitializing":
@@ -281,6 +289,7 @@ func (c *Cluster) Remove(ctx context.Context, runID string, ids []string, _ []ex
 	for _, id := range ids {
 		delete(c.pending, id)
 		delete(c.started, id)
+		delete(c.exclusive, id)
 	}
 	c.mu.Unlock()
 	if _, err := c.Reap(ctx, engine.LabelRun, runID); err != nil {

@@ -43,12 +43,13 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manage
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
+	img, err := engine.OCIImageRef(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.UseImage(img)
 	prepare := func(ctx context.Context) (engine.HostInfo, string, error) {
 		h, err := cl.Probe(ctx)
-		if err != nil {
-			return h, "", err
-		}
-		img, err := engine.OCIImageRef(bin)
 		return h, img, err
 	}
 	opts := workshop.Options{Instance: Instance, Log: slog.Default(), Quotas: &workshop.Quotas{},
