@@ -42,17 +42,22 @@ up() {
   KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
   KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
   export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
+  # The admin's, for the tests that play another party: fake nodes.
+  export LIMITLAB_ADMIN_KUBECONFIG=$KUBECONFIG
 }
 
-# K8S_ONLY=static runs the second cluster's test alone.
+# K8S_ONLY=static runs the second cluster's test alone, K8S_ONLY=first the
+# first cluster's; K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first.
 if [ "${K8S_ONLY:-}" != static ]; then
   up
   go test -tags k8s -count=1 -timeout 20m -v -skip '^TestStaticCPUManagerLab$' ${K8S_TEST_ARGS:-} ./internal/kube/...
-  # The pages of a Kubernetes run, in Chromium.
-  [ -n "${K8S_TEST_ARGS:-}" ] || go test -tags k8s -count=1 -timeout 10m -v -run '^TestKubernetes' ./web
+  # The pages of a Kubernetes run, in Chromium, and the nodes of a
+  # cluster as engines of the pool.
+  go test -tags k8s -count=1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
   bash k8s/cluster.sh down
 fi
 
+[ "${K8S_ONLY:-}" != first ] || exit 0
 # The static CPU manager lab, on the node started again with that policy.
 up static
 LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 10m -v -run '^TestStaticCPUManagerLab$' ./internal/kube/

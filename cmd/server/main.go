@@ -107,34 +107,6 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 	return host, image, nil
 }
 
-// prepareCluster makes a Kubernetes cluster ready for runs: it finds the
-// node runs take, checks that the workload image was imported there (it is
-// never pulled), and removes what an earlier life of this server left.
-func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
-	image, err := engine.OCIImageRef(bin)
-	if err != nil {
-		return engine.HostInfo{}, "", err
-	}
-	// The CPU manager probe runs the image.
-	cl.UseImage(image)
-	host, err := cl.Probe(ctx)
-	if err != nil {
-		return host, "", err
-	}
-	if ok, err := cl.HasImage(ctx, image); err != nil {
-		return host, "", err
-	} else if !ok {
-		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (README: Kubernetes)", host.Node, image)
-	}
-	log.Info("kubernetes node", slog.String("node", host.Node), slog.String("kubelet", host.APIVersion),
-		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image),
-		slog.String("cpu_manager", host.CPUManager), slog.String("cpu_manager_probe", host.CPUManagerNote))
-	if err := workshop.ReapLeftovers(ctx, cl, st, instance, log); err != nil {
-		return host, "", err
-	}
-	return host, image, nil
-}
-
 func run(ctx context.Context, args []string) error {
 	cfg, err := parseFlags(args)
 	if err != nil {
@@ -189,25 +161,32 @@ func run(ctx context.Context, args []string) error {
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
 		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
-	// cluster is a Kubernetes cluster as an engine of the pool.
-	cluster := func(name string, a engine.KubernetesAddress) (workshop.PoolEngine, error) {
+	// cluster is a Kubernetes cluster as engines of the pool: one, or one
+	// a node when it has several.
+	cluster := func(name string, a engine.KubernetesAddress) ([]workshop.PoolEngine, error) {
 		cl, err := kube.Connect(a.Kubeconfig, a.Namespace, instance, cfg.cgroupRoot)
 		if err != nil {
-			return workshop.PoolEngine{}, err
+			return nil, err
 		}
-		log.Info("kubernetes", slog.String("engine", name), slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()))
-		return workshop.PoolEngine{Name: name, Address: cl.Server(), Driver: cl, Prepare: func(ctx context.Context) (engine.HostInfo, string, error) {
-			return prepareCluster(ctx, cl, bin, st, instance, log.With(slog.String("engine", name)))
-		}}, nil
+		nodes, err := cl.Nodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("kubernetes", slog.String("engine", name), slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()), slog.Any("nodes", nodes))
+		return clusterEngines(name, cl, nodes, func(cl *kube.Cluster, name string) func(context.Context) (engine.HostInfo, string, error) {
+			return func(ctx context.Context) (engine.HostInfo, string, error) {
+				return prepareCluster(ctx, cl, bin, st, instance, log.With(slog.String("engine", name)))
+			}
+		}), nil
 	}
 	var one engine.Engine // the engine without a pool; with one, NewManager takes opts.Pool
 	switch {
 	case cfg.kubeconfig != "":
-		pe, err := cluster("kubernetes", engine.KubernetesAddress{Kubeconfig: cfg.kubeconfig, Namespace: cfg.namespace})
+		pes, err := cluster("kubernetes", engine.KubernetesAddress{Kubeconfig: cfg.kubeconfig, Namespace: cfg.namespace})
 		if err != nil {
 			return fmt.Errorf("-kubeconfig: %w", err)
 		}
-		opts.Pool = []workshop.PoolEngine{pe}
+		opts.Pool = pes
 	case pool == nil:
 		eng, err := engine.NewClient()
 		if err != nil {
@@ -231,11 +210,11 @@ func run(ctx context.Context, args []string) error {
 	default:
 		for _, a := range pool {
 			if a.Kubernetes != nil {
-				pe, err := cluster(a.Name, *a.Kubernetes)
+				pes, err := cluster(a.Name, *a.Kubernetes)
 				if err != nil {
 					return fmt.Errorf("-engines: engine %q: %w", a.Name, err)
 				}
-				opts.Pool = append(opts.Pool, pe)
+				opts.Pool = append(opts.Pool, pes...)
 				continue
 			}
 			c, err := engine.Dial(a)

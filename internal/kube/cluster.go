@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +28,9 @@ type Cluster struct {
 	// cgroupRoot is where the node's cgroup files are seen from here:
 	// the server reads them when it runs on the node.
 	cgroupRoot string
+	// pinned is the one node of a cluster made an engine per node
+	// (ForNode); empty: the first Ready node.
+	pinned string
 
 	mu        sync.Mutex
 	node      string                    // the node runs take, chosen by Probe
@@ -56,7 +58,12 @@ func Connect(kubeconfig, namespace, instance, cgroupRoot string) (*Cluster, erro
 	if namespace == "" {
 		namespace = "default"
 	}
-	return &Cluster{cs: cs, server: cfg.Host, ns: namespace, instance: instance, cgroupRoot: cgroupRoot, pending: map[string]engine.NewLane{}, started: map[string]string{}, policies: map[string]cpuPolicy{}, exclusive: map[string]bool{}}, nil
+	return newCluster(cs, cfg.Host, namespace, instance, cgroupRoot, ""), nil
+}
+
+func newCluster(cs kubernetes.Interface, server, namespace, instance, cgroupRoot, node string) *Cluster {
+	return &Cluster{cs: cs, server: server, ns: namespace, instance: instance, cgroupRoot: cgroupRoot, pinned: node,
+		pending: map[string]engine.NewLane{}, started: map[string]string{}, policies: map[string]cpuPolicy{}, exclusive: map[string]bool{}}
 }
 
 // Namespace is where the cluster's lane pods go.
@@ -78,21 +85,10 @@ func (c *Cluster) Probe(ctx context.Context) (engine.HostInfo, error) {
 	if err != nil {
 		return engine.HostInfo{}, fmt.Errorf("kube: the API server does not answer: %w", err)
 	}
-	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	n, err := c.pickNode(ctx)
 	if err != nil {
-		return engine.HostInfo{}, fmt.Errorf("kube: list nodes: %w", err)
+		return engine.HostInfo{}, err
 	}
-	var ready []corev1.Node
-	for _, n := range nodes.Items {
-		if nodeReady(n) && !n.Spec.Unschedulable {
-			ready = append(ready, n)
-		}
-	}
-	if len(ready) == 0 {
-		return engine.HostInfo{}, fmt.Errorf("kube: no Ready, schedulable node among %d", len(nodes.Items))
-	}
-	sort.Slice(ready, func(i, j int) bool { return ready[i].Name < ready[j].Name })
-	n := ready[0]
 	kn := engine.KubernetesNode{
 		Name: n.Name, ServerVersion: ver.GitVersion, KubeletVersion: n.Status.NodeInfo.KubeletVersion,
 		Kernel: n.Status.NodeInfo.KernelVersion, OS: n.Status.NodeInfo.OSImage,
@@ -105,8 +101,11 @@ func (c *Cluster) Probe(ctx context.Context) (engine.HostInfo, error) {
 		kn.MemTotal = q.Value()
 	}
 	kn.CgroupRoot, kn.CgroupVersion, kn.Local = c.localCgroups()
-	if !kn.Local {
-		return engine.HostInfo{}, fmt.Errorf("kube: node %s's pod cgroups (kubepods) are not visible under %s: run the server on the node (the sampler DaemonSet is not built yet)", n.Name, c.cgroupRoot)
+	switch {
+	case !thisMachine(n):
+		return engine.HostInfo{}, fmt.Errorf("kube: node %s is not the machine the server runs on (its boot id is another's), and a pod's cgroup files are read only on the node: run the server there (a sampler beside each node is not built yet)", n.Name)
+	case !kn.Local:
+		return engine.HostInfo{}, fmt.Errorf("kube: node %s's pod cgroups (kubepods) are not visible under %s", n.Name, c.cgroupRoot)
 	}
 	c.mu.Lock()
 	c.node = n.Name
@@ -159,14 +158,14 @@ func (c *Cluster) Alive(ctx context.Context) error {
 // Reap removes the pods of a run, or (instance) those a server made.
 func (c *Cluster) Reap(ctx context.Context, label, value string) (int, error) {
 	sel := label + "=" + value
-	list, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	list, err := c.pods(ctx, sel)
 	if err != nil {
 		return 0, fmt.Errorf("kube: list pods %s: %w", sel, err)
 	}
 	zero := int64(0)
 	n := 0
 	var errs []error
-	for _, p := range list.Items {
+	for _, p := range list {
 		if err := c.cs.CoreV1().Pods(c.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !notFound(err) {
 			errs = append(errs, err)
 			continue
@@ -176,8 +175,8 @@ func (c *Cluster) Reap(ctx context.Context, label, value string) (int, error) {
 	// The pods' cgroups and processes go when kubelet has stopped them:
 	// the node is free for another run only then.
 	for end := time.Now().Add(60 * time.Second); n > 0 && time.Now().Before(end); {
-		left, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil || len(left.Items) == 0 {
+		left, err := c.pods(ctx, sel)
+		if err != nil || len(left) == 0 {
 			break
 		}
 		select {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/kube"
+	"github.com/limitlab/limitlab/internal/store"
+	"github.com/limitlab/limitlab/internal/workshop"
+)
+
+// clusterEngines makes a cluster engines of the pool: one engine for a
+// cluster of one node (or none yet), else one a node, named after the
+// cluster with the node's place among them ("k8s-1", "k8s-2"), so that
+// the fair queue places runs on free nodes as on free engines.
+func clusterEngines(name string, cl *kube.Cluster, nodes []string, prepare func(cl *kube.Cluster, name string) func(context.Context) (engine.HostInfo, string, error)) []workshop.PoolEngine {
+	if len(nodes) <= 1 {
+		return []workshop.PoolEngine{{Name: name, Address: cl.Server(), Driver: cl, Prepare: prepare(cl, name)}}
+	}
+	out := make([]workshop.PoolEngine, 0, len(nodes))
+	for i, node := range nodes {
+		suffix := "-" + strconv.Itoa(i+1)
+		n := name[:min(len(name), 32-len(suffix))] + suffix
+		nc := cl.ForNode(node)
+		out = append(out, workshop.PoolEngine{Name: n, Address: cl.Server() + " node " + node, Driver: nc, Prepare: prepare(nc, n)})
+	}
+	return out
+}
+
+// prepareCluster makes a Kubernetes cluster ready for runs: it finds the
+// node runs take, checks that the workload image was imported there (it is
+// never pulled), and removes what an earlier life of this server left.
+func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+	image, err := engine.OCIImageRef(bin)
+	if err != nil {
+		return engine.HostInfo{}, "", err
+	}
+	// The CPU manager probe runs the image.
+	cl.UseImage(image)
+	host, err := cl.Probe(ctx)
+	if err != nil {
+		return host, "", err
+	}
+	if ok, err := cl.HasImage(ctx, image); err != nil {
+		return host, "", err
+	} else if !ok {
+		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (README: Kubernetes)", host.Node, image)
+	}
+	log.Info("kubernetes node", slog.String("node", host.Node), slog.String("kubelet", host.APIVersion),
+		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image),
+		slog.String("cpu_manager", host.CPUManager), slog.String("cpu_manager_probe", host.CPUManagerNote))
+	if err := workshop.ReapLeftovers(ctx, cl, st, instance, log); err != nil {
+		return host, "", err
+	}
+	return host, image, nil
+}

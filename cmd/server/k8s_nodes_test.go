@@ -1,0 +1,145 @@
+//go:build k8s
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/kube"
+	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The test cluster's real node beside two fake ones (Node objects no
+// kubelet stands behind: one reporting Ready, one not): the server makes
+// each node an engine of the pool; the fake ones stay out, each saying
+// why; two runs submitted at once both go to the real node, one after
+// the other, each holding the node's taint while it runs.
+func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
+	kc, admin, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	if kc == "" || admin == "" || bin == "" {
+		t.Fatal("LIMITLAB_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	fakes := map[string]bool{"limitlab-fake-a": true, "limitlab-fake-b": false} // name: reports Ready
+	for name, ready := range fakes {
+		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		if ready {
+			n.Status = corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+				NodeInfo: corev1.NodeSystemInfo{BootID: "not-this-machine"}}
+			if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	cl, err := kube.Connect(kc, "limitlab", "nodes-test", "/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := engine.OCIImageRef(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.UseImage(img)
+	nodes, err := cl.Nodes(ctx)
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("nodes %v, %v; want the real one and the two fakes", nodes, err)
+	}
+	pool := clusterEngines("k8s", cl, nodes, func(cl *kube.Cluster, _ string) func(context.Context) (engine.HostInfo, string, error) {
+		return func(ctx context.Context) (engine.HostInfo, string, error) {
+			h, err := cl.Probe(ctx)
+			return h, img, err
+		}
+	})
+	m := enginetest.Managed(t, nil, workshop.Options{Instance: "nodes-test", Log: slog.Default(), Quotas: &workshop.Quotas{}, Pool: pool})
+	var real string
+	enginetest.WaitFor(t, time.Minute, "the real node's engine to be up and the fakes' to say why not", func() bool {
+		real = ""
+		said := 0
+		for _, e := range m.Engines() {
+			switch {
+			case e.Up:
+				real = e.Name
+			case e.Error != "":
+				said++
+			}
+		}
+		return real != "" && said == 2
+	})
+	for _, e := range m.Engines() {
+		t.Logf("engine %s (%s): up %v, %s", e.Name, e.Address, e.Up, e.Error)
+		node := e.Address[strings.LastIndex(e.Address, " ")+1:]
+		if _, fake := fakes[node]; fake == e.Up {
+			t.Errorf("engine %s of node %s: up %v", e.Name, node, e.Up)
+		}
+		if node == "limitlab-fake-a" && !strings.Contains(e.Error, "not the machine the server runs on") && !strings.Contains(e.Error, "not Ready") {
+			t.Errorf("the fake node reporting Ready: %q", e.Error)
+		}
+		if node == "limitlab-fake-b" && !strings.Contains(e.Error, "not Ready") {
+			t.Errorf("the fake node not Ready: %q", e.Error)
+		}
+	}
+
+	spec, errs := experiments.Parse([]byte(`{"mode": "parallel", "duration": "20s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 2}, "resources": {"limits": {"cpu": "500m", "memory": "32Mi"}}}]}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	var runs []*runner.Run
+	for range 2 {
+		p, errs := m.Validate(spec)
+		if errs != nil {
+			t.Fatal(errs)
+		}
+		r, err := m.Submit(spec, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	admin1 := cs.CoreV1().Nodes()
+	enginetest.WaitFor(t, time.Minute, "the first run to hold the real node", func() bool {
+		n, err := admin1.Get(ctx, realNode(nodes, fakes), metav1.GetOptions{})
+		return err == nil && n.Labels[engine.LabelRun] == runs[0].ID() && len(n.Spec.Taints) == 1 && n.Spec.Taints[0].Value == runs[0].ID()
+	})
+	for _, r := range runs {
+		v := enginetest.WaitDone(t, r, 2*time.Minute)
+		if v.State != runner.StateDone || v.Engine != real {
+			t.Errorf("run %s: %s on engine %q, want done on %q (%s)", v.ID, v.State, v.Engine, real, v.Error)
+		}
+	}
+	n, err := admin1.Get(ctx, realNode(nodes, fakes), metav1.GetOptions{})
+	if err != nil || n.Labels[engine.LabelRun] != "" || len(n.Spec.Taints) != 0 {
+		t.Errorf("the real node after the runs: %v, labels %v, taints %v", err, n.Labels, n.Spec.Taints)
+	}
+}
+
+func realNode(nodes []string, fakes map[string]bool) string {
+	for _, n := range nodes {
+		if _, fake := fakes[n]; !fake {
+			return n
+		}
+	}
+	return ""
+}
