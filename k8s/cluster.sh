@@ -8,9 +8,11 @@
 #    three sysctls kubelet insists on are files of its own, so the host's stay
 #    as they are (protectKernelDefaults stays on: kubelet fails rather than
 #    write them);
-#  - pods use a CNI bridge without a gateway or masquerading, in a network
-#    namespace of its own where containerd runs: no iptables rule is added
-#    here, and pods reach each other (and nothing else);
+#  - pods use a CNI bridge without masquerading, in a network namespace of
+#    its own where containerd runs: no iptables rule is added here, and
+#    pods reach each other and nothing else; this machine reaches the pods
+#    (the server its samplers) over a veth pair into that namespace, with a
+#    route to the pods' subnet that goes with the pair;
 #  - no image is pulled: the workload and pause images are the server's own
 #    binary, written as an OCI archive (limitlab image) and imported.
 # Every process is started with its PID kept and stopped by that PID; down
@@ -136,8 +138,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 T
   cat >"$KDATA/cni/net.d/10-limitlab.conflist" <<T
 {"cniVersion": "0.4.0", "name": "limitlab-test", "plugins": [
-  {"type": "bridge", "bridge": "llk8s0", "isGateway": false, "ipMasq": false, "hairpinMode": false,
-   "ipam": {"type": "host-local", "dataDir": "$KDATA/cni/ipam", "ranges": [[{"subnet": "10.245.0.0/24"}]]}}]}
+  {"type": "bridge", "bridge": "llk8s0", "isGateway": true, "ipMasq": false, "hairpinMode": false,
+   "ipam": {"type": "host-local", "dataDir": "$KDATA/cni/ipam", "ranges": [[{"subnet": "10.245.0.0/24"}]],
+     "routes": [{"dst": "10.246.0.0/30"}]}}]}
 T
   local extra=""
   if [ "${CPU_POLICY:-none}" = static ]; then extra=$'cpuManagerPolicy: static\nkubeReserved: {cpu: "100m"}'; fi
@@ -229,6 +232,12 @@ up() {
   # firewall, not this machine's (whose FORWARD policy Docker sets to DROP).
   start containerd nsenter --target "$(cat "$PIDS/mntns.pid")" --mount --net -- containerd --config "$KDATA/conf/containerd.toml"
   until_ok 30 ctr --address "$SOCK" version || fail "containerd did not answer in 30 s"
+  # This machine to the pods: llk8s-h here, llk8s-n in the namespace, which
+  # forwards (its own setting, inherited) to the pods' bridge.
+  ip link add llk8s-h type veth peer name llk8s-n netns "$(cat "$PIDS/mntns.pid")"
+  ip addr add 10.246.0.1/30 dev llk8s-h && ip link set llk8s-h up
+  nsenter --target "$(cat "$PIDS/mntns.pid")" --net -- sh -c 'ip addr add 10.246.0.2/30 dev llk8s-n && ip link set llk8s-n up'
+  ip route add 10.245.0.0/24 via 10.246.0.2 dev llk8s-h
   ctr --address "$SOCK" -n k8s.io images import "$IMAGES" >/dev/null || fail "importing $IMAGES failed"
   local ip; ip=$(node_ip)
   start kubelet $ns kubelet --config="$KDATA/conf/kubelet.yaml" --kubeconfig="$p/kubelet.kubeconfig" \
@@ -264,6 +273,8 @@ down() {
     [ -d "$s" ] && echo "k8s: WARNING: $s is still there" >&2
   done
   ip link show llk8s0 >/dev/null 2>&1 && ip link del llk8s0
+  # Its route goes with it.
+  ip link show llk8s-h >/dev/null 2>&1 && ip link del llk8s-h
   # Mounts of the CRI's network namespaces and rootfs lived in the private
   # namespace, which is gone; their directories are removed with it.
   rm -rf "$(dirname "$SOCK")" "$KDATA"

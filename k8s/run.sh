@@ -13,7 +13,7 @@ bash k8s/build.sh
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/limitlab ./cmd/server
 IMAGES=$(mktemp --suffix .tar)
-bin/limitlab image -o "$IMAGES" -pause >/dev/null
+WORKLOAD_IMAGE=$(bin/limitlab image -o "$IMAGES" -pause | sed -n 1p)
 
 sysctls() { cat /proc/sys/vm/overcommit_memory /proc/sys/kernel/panic /proc/sys/kernel/panic_on_oops | tr '\n' ' '; }
 before=$(sysctls)
@@ -50,10 +50,17 @@ up() {
 # first cluster's; K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first.
 if [ "${K8S_ONLY:-}" != static ]; then
   up
-  go test -tags k8s -count=1 -timeout 20m -v -skip '^TestStaticCPUManagerLab$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestLabThroughTheSampler)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
   go test -tags k8s -count=1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
+  # The sampler beside the node, deployed as the README says, for the
+  # test that reads a run through it.
+  kubectl -n limitlab create secret generic limitlab-sampler --from-literal=token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >/dev/null
+  kubectl apply -f deploy/kubernetes/sampler.yaml >/dev/null
+  kubectl -n limitlab set image daemonset/limitlab-sampler sampler="$WORKLOAD_IMAGE" >/dev/null
+  kubectl -n limitlab rollout status daemonset/limitlab-sampler --timeout=60s >/dev/null || { echo "k8s: FAIL: the sampler DaemonSet did not roll out" >&2; exit 1; }
+  go test -tags k8s -count=1 -timeout 10m -v -run '^TestLabThroughTheSampler$' ./internal/kube/
   bash k8s/cluster.sh down
 fi
 

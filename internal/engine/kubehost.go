@@ -25,6 +25,9 @@ type KubernetesNode struct {
 	// CPUManager is kubelet's CPU manager policy as a probe pod showed
 	// it ("static", "none", "" unknown), CPUManagerNote what it saw.
 	CPUManager, CPUManagerNote string
+	// Sampler is the address of the node's sampler, when the pods' cgroup
+	// files are read through it.
+	Sampler string
 }
 
 // KubernetesHost is a node as a host of runs: the limits a pod has words
@@ -46,6 +49,10 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 	}
 	h.StatsSource = StatsCgroup
 	h.StatsNote = "read from the pods' cgroup files (kubepods) under " + n.CgroupRoot + " on node " + n.Name
+	if n.Sampler != "" {
+		h.StatsSource = StatsSampler
+		h.StatsNote = "read from the pods' cgroup files on node " + n.Name + " by its sampler pod at " + n.Sampler
+	}
 	h.ProgressSource = ProgressLog
 	h.DataRootNote = "pods have no block IO limits"
 	h.Samples = h.Sampling()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/sampler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,11 @@ type Cluster struct {
 	exclusive map[string]bool           // started pods with CPUs of their own (the static CPU manager)
 	image     string                    // the workload image (UseImage), for the CPU manager probe
 	policies  map[string]cpuPolicy      // each node's CPU manager policy, by its uid
+	uids      map[string]string         // a started pod's uid, by pod name
+	// smp is the node's sampler, when its pods' cgroup files are read
+	// through it (not this machine's node, or viaSampler).
+	smp        *sampler.Client
+	viaSampler bool
 }
 
 // Connect reads a kubeconfig file (kubectl's format) and returns the
@@ -63,7 +69,7 @@ func Connect(kubeconfig, namespace, instance, cgroupRoot string) (*Cluster, erro
 
 func newCluster(cs kubernetes.Interface, server, namespace, instance, cgroupRoot, node string) *Cluster {
 	return &Cluster{cs: cs, server: server, ns: namespace, instance: instance, cgroupRoot: cgroupRoot, pinned: node,
-		pending: map[string]engine.NewLane{}, started: map[string]string{}, policies: map[string]cpuPolicy{}, exclusive: map[string]bool{}}
+		pending: map[string]engine.NewLane{}, started: map[string]string{}, policies: map[string]cpuPolicy{}, exclusive: map[string]bool{}, uids: map[string]string{}}
 }
 
 // Namespace is where the cluster's lane pods go.
@@ -101,14 +107,23 @@ func (c *Cluster) Probe(ctx context.Context) (engine.HostInfo, error) {
 		kn.MemTotal = q.Value()
 	}
 	kn.CgroupRoot, kn.CgroupVersion, kn.Local = c.localCgroups()
+	c.mu.Lock()
+	via := c.viaSampler
+	c.mu.Unlock()
+	var smp *sampler.Client
 	switch {
-	case !thisMachine(n):
-		return engine.HostInfo{}, fmt.Errorf("kube: node %s is not the machine the server runs on (its boot id is another's), and a pod's cgroup files are read only on the node: run the server there (a sampler beside each node is not built yet)", n.Name)
+	case via || !thisMachine(n):
+		// Another machine's node (kubelet's boot id is not this one's):
+		// its sampler reads the pods' cgroup files.
+		if smp, err = c.samplerOn(ctx, n.Name); err != nil {
+			return engine.HostInfo{}, fmt.Errorf("kube: node %s is not the machine the server runs on, and its sampler does not answer: %w", n.Name, err)
+		}
+		kn.Local, kn.Sampler, kn.CgroupVersion = false, smp.Address(), smp.CgroupVersion()
 	case !kn.Local:
 		return engine.HostInfo{}, fmt.Errorf("kube: node %s's pod cgroups (kubepods) are not visible under %s", n.Name, c.cgroupRoot)
 	}
 	c.mu.Lock()
-	c.node = n.Name
+	c.node, c.smp = n.Name, smp
 	c.mu.Unlock()
 	kn.CPUManager, kn.CPUManagerNote = c.cpuManager(ctx, n, kn.NCPU)
 	return engine.KubernetesHost(kn), nil

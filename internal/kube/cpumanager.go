@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -111,12 +112,13 @@ func (c *Cluster) probeCPUManager(ctx context.Context, node, image string, ncpu 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	pid := podPid(c.cgroupRoot, uid, cid)
-	cg, err := engine.FindCgroup(c.cgroupRoot, cid, pid)
+	cg, err := c.openPod(ctx, uid, cid)
 	if err != nil {
 		return "", "not probed: the probe pod's cgroup files: " + err.Error()
 	}
-	defer cg.Close()
+	if cl, ok := cg.(io.Closer); ok {
+		defer cl.Close()
+	}
 	// v1's files, else v2's.
 	quota, qerr := cg.File("cpu", "cpu.cfs_quota_us")
 	if qerr != nil {

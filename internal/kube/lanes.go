@@ -9,10 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,12 +86,12 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 			case st.State.Running != nil || st.State.Terminated != nil:
 				cid := containerID(st.ContainerID)
 				c.mu.Lock()
-				c.started[id] = cid
+				c.started[id], c.uids[id] = cid, string(got.UID)
 				if nl.Lane.Pod.ExclusiveCPUs > 0 {
 					c.exclusive[id] = true
 				}
 				c.mu.Unlock()
-				return podPid(c.cgroupRoot, string(got.UID), cid), nil
+				return engine.PodPid(c.cgroupRoot, string(got.UID), cid), nil
 			case st.State.Waiting != nil && st.State.Waiting.Reason != "ContainerCreating" && st.State.Waiting.Reason != "PodInitializing":
 				return 0, fmt.Errorf("kube: pod %s is waiting: %s: %s", id, st.State.Waiting.Reason, st.State.Waiting.Message)
 			}
@@ -150,44 +147,6 @@ func status(p *corev1.Pod) *corev1.ContainerStatus {
 		}
 	}
 	return nil
-}
-
-// podPid finds the container's main process through its cgroup on the
-// node: kubelet's cgroupfs or systemd layout, cgroup v1 or v2.
-func podPid(root, uid, cid string) int {
-	for _, dir := range ContainerCgroupDirs(root, uid, cid) {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			pid, _ := strconv.Atoi(f[0])
-			return pid
-		}
-	}
-	return 0
-}
-
-// ContainerCgroupDirs are where a pod's container's cgroup may be, on v1
-// (its cpu controller) and v2.
-func ContainerCgroupDirs(root, uid, cid string) []string {
-	var out []string
-	su := strings.ReplaceAll(uid, "-", "_")
-	for _, base := range []string{filepath.Join(root, "cpu"), root} {
-		for _, q := range []string{"", "burstable/", "besteffort/"} {
-			out = append(out, filepath.Join(base, "kubepods", q+"pod"+uid, cid))
-		}
-		for _, q := range []string{"", "burstable", "besteffort"} {
-			slice := "kubepods.slice"
-			pod := "kubepods-pod" + su + ".slice"
-			if q != "" {
-				slice = filepath.Join(slice, "kubepods-"+q+".slice")
-				pod = "kubepods-" + q + "-pod" + su + ".slice"
-			}
-			out = append(out, filepath.Join(base, slice, pod, "cri-containerd-"+cid+".scope"))
-		}
-	}
-	return out
 }
 
 // Wait follows the lane's pod until its container has ended, and reports
@@ -289,6 +248,7 @@ func (c *Cluster) Remove(ctx context.Context, runID string, ids []string, _ []ex
 	for _, id := range ids {
 		delete(c.pending, id)
 		delete(c.started, id)
+		delete(c.uids, id)
 		delete(c.exclusive, id)
 	}
 	c.mu.Unlock()
@@ -301,20 +261,25 @@ func (c *Cluster) Remove(ctx context.Context, runID string, ids []string, _ []ex
 	}
 }
 
-// OpenReader reads the pod's container's cgroup files on the node.
-func (c *Cluster) OpenReader(_ context.Context, _ engine.HostInfo, id string, pid int, log *slog.Logger) (engine.Reader, time.Duration, string) {
+// OpenReader reads the pod's container's cgroup files on the node: here,
+// or through the node's sampler.
+func (c *Cluster) OpenReader(ctx context.Context, _ engine.HostInfo, id string, _ int, log *slog.Logger) (engine.Reader, time.Duration, string) {
 	c.mu.Lock()
-	cid := c.started[id]
+	cid, uid, remote := c.started[id], c.uids[id], c.smp != nil
 	c.mu.Unlock()
-	if cid == "" || pid == 0 {
-		return noReader{fmt.Errorf("kube: pod %s has no process here", id)}, time.Second, engine.StatsCgroup
+	source := engine.StatsCgroup
+	if remote {
+		source = engine.StatsSampler
 	}
-	cg, err := engine.FindCgroup(c.cgroupRoot, cid, pid)
+	if cid == "" {
+		return noReader{fmt.Errorf("kube: pod %s has not started", id)}, time.Second, source
+	}
+	cg, err := c.openPod(ctx, uid, cid)
 	if err != nil {
-		log.Warn("pod cgroup files not found", slog.String("pod", id), slog.Int("pid", pid), slog.Any("err", err))
-		return noReader{fmt.Errorf("kube: no cgroup files of pod %s", id)}, time.Second, engine.StatsCgroup
+		log.Warn("pod cgroup files not found", slog.String("pod", id), slog.Any("err", err))
+		return noReader{fmt.Errorf("kube: no cgroup files of pod %s: %w", id, err)}, time.Second, source
 	}
-	return cg, 0, engine.StatsCgroup
+	return cg, 0, source
 }
 
 type noReader struct{ err error }

@@ -30,6 +30,19 @@ const Namespace = "limitlab"
 // client of the cluster's own to check what the server did.
 func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
 	t.Helper()
+	return manager(t, false, options...)
+}
+
+// ThroughSampler is Manager reading the pods' cgroup files through the
+// node's sampler (kube.Cluster.ReadThroughSampler), which k8s/run.sh
+// deploys for the test that wants it.
+func ThroughSampler(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
+	t.Helper()
+	return manager(t, true, options...)
+}
+
+func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
+	t.Helper()
 	kc, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
 	if kc == "" || bin == "" {
 		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster and image: run make test-k8s, which starts one")
@@ -37,6 +50,9 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manage
 	cl, err := kube.Connect(kc, Namespace, Instance, "/sys/fs/cgroup")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if viaSampler {
+		cl.ReadThroughSampler()
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {

@@ -29,6 +29,9 @@ type Client struct {
 	// streams counts the goroutines of every stream opened, each of
 	// which ends once its lane closes it; Close waits for them.
 	streams sync.WaitGroup
+
+	mu     sync.Mutex
+	cgroup string // the host's cgroup version, from the last ping
 }
 
 // Close waits for the goroutines of the streams opened through c, once
@@ -115,7 +118,20 @@ func (c *Client) Ping(ctx context.Context) error {
 	if res.StatusCode != http.StatusNoContent {
 		return fmt.Errorf("sampler at %s: %s", c.Address(), answer(res))
 	}
+	if v := res.Header.Get(cgroupHeader); v == "1" || v == "2" {
+		c.mu.Lock()
+		c.cgroup = v
+		c.mu.Unlock()
+	}
 	return nil
+}
+
+// CgroupVersion is the sampler's host's cgroup version as its last ping
+// said ("1", "2"; "" before one, or from a sampler that does not say).
+func (c *Client) CgroupVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cgroup
 }
 
 // answer is an HTTP error response in a few words: its status and what
@@ -129,8 +145,18 @@ func answer(res *http.Response) string {
 // reading before it returns, so that a container the sampler cannot see
 // is an error here, not an empty chart.
 func (c *Client) Open(ctx context.Context, id string, pid int) (engine.CgroupFiles, error) {
+	return c.open(ctx, url.Values{"id": {id}, "pid": {strconv.Itoa(pid)}})
+}
+
+// OpenPod opens a stream of a pod's container's counters, found by the
+// pod's uid where kubelet puts its cgroup.
+func (c *Client) OpenPod(ctx context.Context, uid, id string) (engine.CgroupFiles, error) {
+	return c.open(ctx, url.Values{"id": {id}, "pod": {uid}})
+}
+
+func (c *Client) open(ctx context.Context, query url.Values) (engine.CgroupFiles, error) {
 	u := c.base.JoinPath("v1", "cgroup")
-	u.RawQuery = url.Values{"id": {id}, "pid": {strconv.Itoa(pid)}}.Encode()
+	u.RawQuery = query.Encode()
 	dial := func(ctx context.Context) (*websocket.Conn, error) {
 		ws, res, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
 			HTTPClient: c.http, HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}},

@@ -59,7 +59,6 @@ const (
 )
 
 var (
-	containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	// A cgroup file's name: no path, no dots but the kernel's own.
 	fileName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$`)
 )

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,6 +31,9 @@ type Server struct {
 	slots chan struct{}
 }
 
+// cgroupHeader carries the host's cgroup version ("1", "2") on a ping.
+const cgroupHeader = "X-Limitlab-Cgroup"
+
 // DefaultMaxStreams is a dozen pools' worth of twelve-lane runs.
 const DefaultMaxStreams = 256
 
@@ -44,7 +49,16 @@ func (s *Server) Handler() http.Handler {
 	}
 	s.slots = make(chan struct{}, n)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/ping", s.authed(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	// The ping says which cgroup hierarchy the host runs, for the kernel
+	// view's file names.
+	version := "1"
+	if _, err := os.Stat(filepath.Join(s.Root, "cgroup.controllers")); err == nil {
+		version = "2"
+	}
+	mux.HandleFunc("GET /v1/ping", s.authed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(cgroupHeader, version)
+		w.WriteHeader(http.StatusNoContent)
+	}))
 	mux.HandleFunc("GET /v1/cgroup", s.authed(s.stream))
 	return mux
 }
@@ -65,13 +79,20 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 // stream opens a container's cgroup files and answers the dashboard's
 // requests on them until it closes the stream, or is idle for a minute.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
-	id, pidText := r.URL.Query().Get("id"), r.URL.Query().Get("pid")
-	if !containerID.MatchString(id) {
+	q := r.URL.Query()
+	id, pidText, pod := q.Get("id"), q.Get("pid"), q.Get("pod")
+	if !engine.ContainerID.MatchString(id) {
 		http.Error(w, "sampler: id: want a container's full id, 64 hex digits", http.StatusBadRequest)
 		return
 	}
+	// A container is found by its process (Docker) or by its pod's uid
+	// (kubelet's layout, no host pid namespace needed).
 	pid, ok := parsePid(pidText)
-	if !ok {
+	switch {
+	case pod != "" && (pidText != "" || !engine.PodUID.MatchString(pod)):
+		http.Error(w, "sampler: pod: want a pod's uid (8-4-4-4-12 hex digits), and no pid with it", http.StatusBadRequest)
+		return
+	case pod == "" && !ok:
 		http.Error(w, fmt.Sprintf("sampler: pid: want a process id from 1 to %d, got %.20q", maxPid, pidText), http.StatusBadRequest)
 		return
 	}
@@ -82,7 +103,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("sampler: %d streams open, no more", cap(s.slots)), http.StatusServiceUnavailable)
 		return
 	}
-	cg, err := engine.FindCgroup(s.Root, id, pid)
+	var cg *engine.CgroupReader
+	var err error
+	if pod != "" {
+		cg, err = engine.FindPodCgroup(s.Root, pod, id)
+	} else {
+		cg, err = engine.FindCgroup(s.Root, id, pid)
+	}
 	if err != nil {
 		http.Error(w, "sampler: "+err.Error(), http.StatusNotFound)
 		return
