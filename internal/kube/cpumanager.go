@@ -55,7 +55,9 @@ func (c *Cluster) cpuManager(ctx context.Context, n corev1.Node, ncpu int) (poli
 	case ncpu < 1:
 		policy, note = "", "not probed: the node has less than one allocatable CPU"
 	default:
+		began := time.Now()
 		policy, note = c.probeCPUManager(ctx, n.Name, image, ncpu)
+		note += fmt.Sprintf(" (the probe took %.1f s)", time.Since(began).Seconds())
 	}
 	c.mu.Lock()
 	c.policies[string(n.UID)] = cpuPolicy{policy: policy, note: note, at: time.Now()}

@@ -37,6 +37,7 @@ func serve(t *testing.T) *httptest.Server {
 func TestSamplerRefusesBadRequests(t *testing.T) {
 	srv := serve(t)
 	id := strings.Repeat("ab", 32)
+	uid := "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 	for _, tt := range []struct {
 		name, query, token string
 		status             int
@@ -49,6 +50,9 @@ func TestSamplerRefusesBadRequests(t *testing.T) {
 		{"no pid", "id=" + id, token, http.StatusBadRequest, "pid:"},
 		{"pid past pid_max", "id=" + id + "&pid=99999999", token, http.StatusBadRequest, "pid:"},
 		{"no such container", "id=" + id + "&pid=1", token, http.StatusNotFound, "no "},
+		{"pod and pid", "id=" + id + "&pid=1&pod=" + uid, token, http.StatusBadRequest, "pod:"},
+		{"not a pod uid", "id=" + id + "&pod=../../etc", token, http.StatusBadRequest, "pod:"},
+		{"no such pod", "id=" + id + "&pod=" + uid, token, http.StatusNotFound, "no "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/cgroup?"+tt.query, nil)

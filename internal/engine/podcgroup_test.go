@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A pod's container is found where kubelet puts it, by the pod's uid and
+// the container's id, in each QoS class and driver layout, v1 and v2.
+func TestFindPodCgroup(t *testing.T) {
+	uid, cid := "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", strings.Repeat("c", 64)
+	for _, tt := range []struct {
+		name string
+		v2   bool
+		rel  string
+	}{
+		{"v1 burstable", false, "kubepods/burstable/pod" + uid + "/" + cid},
+		{"v1 guaranteed", false, "kubepods/pod" + uid + "/" + cid},
+		{"v2 systemd besteffort", true, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-" + cid + ".scope"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			var want string
+			if tt.v2 {
+				os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory"), 0o644)
+				want = filepath.Join(root, tt.rel)
+				os.MkdirAll(want, 0o755)
+				os.WriteFile(filepath.Join(want, "cpu.stat"), nil, 0o644)
+			} else {
+				for _, c := range v1Controllers {
+					os.MkdirAll(filepath.Join(root, c, tt.rel), 0o755)
+				}
+				want = filepath.Join(root, "cpu", tt.rel)
+				os.WriteFile(filepath.Join(want, "cgroup.procs"), []byte("4242\n"), 0o644)
+			}
+			cg, err := FindPodCgroup(root, uid, cid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cg.Close()
+			got := cg.dirs["cpu"]
+			if tt.v2 {
+				got = cg.dirs["unified"]
+			}
+			if got != want {
+				t.Errorf("found %s, want %s", got, want)
+			}
+			if !tt.v2 && PodPid(root, uid, cid) != 4242 {
+				t.Errorf("PodPid = %d", PodPid(root, uid, cid))
+			}
+		})
+	}
+	if _, err := FindPodCgroup(t.TempDir(), "../../etc", strings.Repeat("c", 64)); err == nil {
+		t.Error("a path for a uid")
+	}
+}
