@@ -53,7 +53,8 @@ if [ "${K8S_ONLY:-}" != static ]; then
   go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestLabThroughTheSampler)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
-  go test -tags k8s -count=1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
+  # One package at a time: each takes the one node.
+  go test -tags k8s -count=1 -p 1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
   # The sampler beside the node, deployed as the README says, for the
   # test that reads a run through it.
   kubectl -n limitlab create secret generic limitlab-sampler --from-literal=token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >/dev/null

@@ -62,6 +62,25 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 		t.Errorf("probe of a cordoned node: %v", err)
 	}
 
+	// Another server's run on the node: its engine takes no run meanwhile,
+	// and an engine of the cluster as a whole picks another node.
+	n, _ := cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
+	n.Labels = map[string]string{engine.LabelRun: "theirs", engine.LabelInstance: "another"}
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := here.Probe(ctx); err == nil || !strings.Contains(err.Error(), "taken by run theirs of the Limit Lab server another") {
+		t.Errorf("probe of a node another server's run holds: %v", err)
+	}
+	if got, err := cl.pickNode(ctx); err != nil || got.Name != "there" {
+		t.Errorf("the cluster's node with this one held elsewhere: %s, %v; want there", got.Name, err)
+	}
+	n, _ = cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
+	n.Labels = nil
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := here.take(ctx, "run-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +101,7 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 	if err := here.ReapRun(ctx, "run-a", nil); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
+	n, _ = cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
 	if _, _, ok := taken(n); ok || len(n.Spec.Taints) != 0 {
 		t.Errorf("node here after its run: labels %v, taints %v", n.Labels, n.Spec.Taints)
 	}
