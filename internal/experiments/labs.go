@@ -102,7 +102,9 @@ func (l Lab) Shows(h Host) (bool, string) {
 	if h.NCPU > 0 && h.NCPU < l.RequiresCPUs {
 		return false, fmt.Sprintf("this host has %d CPU(s); the lab needs %d to show its effect", h.NCPU, l.RequiresCPUs)
 	}
-	if l.RequiresCPUManager != "" && h.CPUManager != l.RequiresCPUManager {
+	// A host of no CPUs is none in particular (a lab's page lists its
+	// lanes): it shows any lab.
+	if l.RequiresCPUManager != "" && h.NCPU > 0 && h.CPUManager != l.RequiresCPUManager {
 		return false, cpuManagerWhy(l.RequiresCPUManager, h)
 	}
 	spec, _ := parseCustom(l.Spec)
