@@ -37,6 +37,11 @@ type CgroupReader struct {
 	// v1: one directory per controller; v2: dirs["unified"].
 	dirs map[string]string
 	root string
+	// outer is, for a pod's container, its pod's cgroup (v1: in the cpu
+	// hierarchy). kubelet gives the pod a CFS quota of its own, the sum of
+	// its containers' limits, and the kernel throttles whichever level
+	// runs out first: the container's throttling is counted at either.
+	outer string
 
 	mu     sync.Mutex
 	files  map[[2]string]openFile // by directory and name, opened on first use

@@ -18,10 +18,44 @@ func (r *CgroupReader) Read() (Counters, error) {
 	if r.closed {
 		return Counters{}, errors.New("engine: cgroup reader closed")
 	}
+	var c Counters
+	var err error
 	if r.v2 {
-		return r.readV2()
+		c, err = r.readV2()
+	} else {
+		c, err = r.readV1()
 	}
-	return r.readV1()
+	if err == nil && r.outer != "" {
+		r.addOuterThrottling(&c)
+	}
+	return c, err
+}
+
+// addOuterThrottling counts the throttling of the pod's cgroup with its
+// container's. Each level counts the time its own quota kept the threads
+// off their CPUs, and the two levels' periods start at different moments,
+// so the time throttled at either is at least the larger count and at
+// most their sum (where both count one moment). The larger is taken: the
+// least the threads were throttled, never a moment twice.
+func (r *CgroupReader) addOuterThrottling(c *Counters) {
+	b, err := r.readFile(r.outer, "cpu.stat")
+	if err != nil {
+		return
+	}
+	for kv := (kvLines{lines{b}}); ; {
+		k, v, ok := kv.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "nr_throttled":
+			c.ThrottledPeriods = max(c.ThrottledPeriods, v)
+		case "throttled_time": // v1, in ns
+			c.ThrottledNs = max(c.ThrottledNs, v)
+		case "throttled_usec": // v2
+			c.ThrottledNs = max(c.ThrottledNs, v*1000)
+		}
+	}
 }
 
 // Close closes the files the reader keeps open.

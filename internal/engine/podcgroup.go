@@ -51,7 +51,7 @@ func FindPodCgroup(root, uid, cid string) (*CgroupReader, error) {
 	if v2 {
 		for _, rel := range paths {
 			if d := filepath.Join(root, rel); fileExists(filepath.Join(d, "cpu.stat")) {
-				r.dirs["unified"] = d
+				r.dirs["unified"], r.outer = d, filepath.Dir(d)
 				return r, nil
 			}
 		}
@@ -68,6 +68,7 @@ func FindPodCgroup(root, uid, cid string) (*CgroupReader, error) {
 			return nil, fmt.Errorf("engine: no %s cgroup of pod %s's container %.12s under %s", c, uid, cid, root)
 		}
 	}
+	r.outer = filepath.Dir(r.dirs["cpu"])
 	return r, nil
 }
 

@@ -56,3 +56,30 @@ func TestFindPodCgroup(t *testing.T) {
 		t.Error("a path for a uid")
 	}
 }
+
+// A pod's throttling is counted where the kernel did it: in the
+// container's cgroup or in its pod's, which kubelet gives a quota too;
+// the larger count is the least it was throttled.
+func TestPodThrottlingCountsBothLevels(t *testing.T) {
+	uid, cid := "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", strings.Repeat("c", 64)
+	root := t.TempDir()
+	rel := "kubepods/burstable/pod" + uid + "/" + cid
+	for _, c := range v1Controllers {
+		os.MkdirAll(filepath.Join(root, c, rel), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "cpuacct", rel, "cpuacct.usage"), []byte("2000000000\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "cpu", rel, "cpu.stat"), []byte("nr_periods 100\nnr_throttled 40\nthrottled_time 3000000000\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "cpu", filepath.Dir(rel), "cpu.stat"), []byte("nr_periods 100\nnr_throttled 70\nthrottled_time 5000000000\n"), 0o644)
+	cg, err := FindPodCgroup(root, uid, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	c, err := cg.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ThrottledNs != 5e9 || c.ThrottledPeriods != 70 || c.Periods != 100 {
+		t.Errorf("throttled %d ns in %d of %d periods; want the pod's 5 s in 70", c.ThrottledNs, c.ThrottledPeriods, c.Periods)
+	}
+}
