@@ -91,27 +91,9 @@ func (c *Cluster) probeCPUManager(ctx context.Context, node, image string, ncpu 
 		defer rcancel()
 		_, _ = c.Reap(rctx, engine.LabelRun, runID)
 	}()
-	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		return "", "not probed: " + err.Error()
-	}
-	var uid, cid string
-	for cid == "" {
-		got, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", "not probed: " + err.Error()
-		}
-		if st := status(got); st != nil && st.State.Running != nil {
-			uid, cid = string(got.UID), containerID(st.ContainerID)
-			break
-		}
-		if got.Status.Phase == corev1.PodFailed {
-			return "", fmt.Sprintf("not probed: the probe pod failed: %s %s", got.Status.Reason, got.Status.Message)
-		}
-		select {
-		case <-ctx.Done():
-			return "", "not probed: the probe pod did not run in time"
-		case <-time.After(100 * time.Millisecond):
-		}
+	uid, cid, err := c.makePod(ctx, p)
+	if err != nil {
+		return "", "not probed: the probe pod did not run: " + err.Error()
 	}
 	cg, err := c.openPod(ctx, uid, cid)
 	if err != nil {

@@ -72,36 +72,45 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 		}
 		args = retarget(args, ip)
 	}
-	p := PodSpec(nl, node, args)
+	uid, cid, err := c.makePod(ctx, PodSpec(nl, node, args))
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.started[id], c.uids[id] = cid, uid
+	if nl.Lane.Pod.ExclusiveCPUs > 0 {
+		c.exclusive[id] = true
+	}
+	c.mu.Unlock()
+	return engine.PodPid(c.cgroupRoot, uid, cid), nil
+}
+
+// makePod makes a pod and waits until its container has run: it returns
+// the pod's uid and the container's id, or why the pod never ran.
+func (c *Cluster) makePod(ctx context.Context, p *corev1.Pod) (uid, cid string, err error) {
+	id := p.Name
 	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		return 0, fmt.Errorf("kube: create pod: %w", err)
+		return "", "", fmt.Errorf("kube: create pod: %w", err)
 	}
 	for {
 		got, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, id, metav1.GetOptions{})
 		if err != nil {
-			return 0, fmt.Errorf("kube: pod %s: %w", id, err)
+			return "", "", fmt.Errorf("kube: pod %s: %w", id, err)
 		}
 		if st := status(got); st != nil {
 			switch {
 			case st.State.Running != nil || st.State.Terminated != nil:
-				cid := containerID(st.ContainerID)
-				c.mu.Lock()
-				c.started[id], c.uids[id] = cid, string(got.UID)
-				if nl.Lane.Pod.ExclusiveCPUs > 0 {
-					c.exclusive[id] = true
-				}
-				c.mu.Unlock()
-				return engine.PodPid(c.cgroupRoot, string(got.UID), cid), nil
+				return string(got.UID), containerID(st.ContainerID), nil
 			case st.State.Waiting != nil && st.State.Waiting.Reason != "ContainerCreating" && st.State.Waiting.Reason != "PodInitializing":
-				return 0, fmt.Errorf("kube: pod %s is waiting: %s: %s", id, st.State.Waiting.Reason, st.State.Waiting.Message)
+				return "", "", fmt.Errorf("kube: pod %s is waiting: %s: %s", id, st.State.Waiting.Reason, st.State.Waiting.Message)
 			}
 		}
 		if got.Status.Phase == corev1.PodFailed {
-			return 0, fmt.Errorf("kube: pod %s failed: %s %s", id, got.Status.Reason, got.Status.Message)
+			return "", "", fmt.Errorf("kube: pod %s failed: %s %s", id, got.Status.Reason, got.Status.Message)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return "", "", ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
