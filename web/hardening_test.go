@@ -155,31 +155,44 @@ func TestConnectionCap(t *testing.T) {
 	held[1].Close()
 }
 
-// TestWrongPresenterTokensAreSpacedOut: three wrong guesses at once answer
-// a second apart, whoever sends them.
-func TestWrongPresenterTokensAreSpacedOut(t *testing.T) {
+// TestWrongPresenterTokensLockOutTheirAddress: wrong tokens sent together
+// from one address are all counted; past GuardFailures that address is
+// refused, the right token included, saying when to try again, while
+// another address is served at once.
+func TestWrongPresenterTokensLockOutTheirAddress(t *testing.T) {
 	srv, _, _ := newFakeServer(t, func(d *Deps) { d.PresenterToken = "0123456789abcdef-token" })
-	start := time.Now()
+	check := func(c *http.Client, token string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/presenter/check", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
 	var wg sync.WaitGroup
-	for i := range 3 {
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for i := range 3 * GuardFailures {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("GET", srv.URL+"/api/presenter/check", nil)
-			req.Header.Set("Authorization", fmt.Sprintf("Bearer guess-%d", i))
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			res.Body.Close()
-			if res.StatusCode != http.StatusUnauthorized {
-				t.Errorf("a wrong token: status %d", res.StatusCode)
-			}
+			res := check(http.DefaultClient, fmt.Sprintf("guess-%d", i))
+			mu.Lock()
+			statuses[res.StatusCode]++
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if d := time.Since(start); d < 2*failureSpacing {
-		t.Errorf("three wrong tokens answered within %s: they are not spaced out", d)
+	if statuses[http.StatusUnauthorized] > GuardFailures || statuses[http.StatusTooManyRequests] < 2*GuardFailures {
+		t.Errorf("%d wrong tokens at once from one address: %v; want at most %d answered 401, the rest 429", 3*GuardFailures, statuses, GuardFailures)
+	}
+	res := check(http.DefaultClient, "0123456789abcdef-token")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("the right token from the locked-out address: %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if res := check(from("127.0.0.2", nil, false), "0123456789abcdef-token"); res.StatusCode != http.StatusOK {
+		t.Errorf("the right token from another address: %d, want 200", res.StatusCode)
 	}
 }

@@ -49,7 +49,7 @@ func TestARoomBehindOneAddress(t *testing.T) {
 	if status, body := postWith(t, &http.Client{Timeout: 10 * time.Second}, srv.URL+"/api/runs", roomSpec); status != http.StatusForbidden || !strings.Contains(body, "join code") {
 		t.Errorf("a cookieless script beside the room: %d %s", status, body)
 	}
-	m.ClearQueue("test")
+	m.ClearQueue("", "test")
 
 	open, _, fake2 := newFakeServer(t, nil, func(o *workshop.Options) {
 		o.MaxRunning, o.AddressRuns, o.Quotas = 1, 6, &workshop.Quotas{Participant: workshop.Limits{Runs: 1}}

@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,19 +46,22 @@ type who struct {
 	id string
 }
 
-// participant gives every browser a participant id, in a cookie it keeps
-// for a year. A client without cookies is a new participant each request;
-// past NewParticipantsPerMinute from its address, it may watch but not act.
+// participant gives every browser a participant id the server issues and
+// signs, in a cookie it keeps for a year. A cookie the server did not sign
+// counts for nothing: its holder is a new participant. A client without
+// cookies is a new participant each request; past NewParticipantsPerMinute
+// from its address, it may watch but not act.
 func (h *handlers) participant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := who{}
-		if c, err := r.Cookie(ParticipantCookie); err == nil && validParticipant(c.Value) {
-			p.id = c.Value
-		} else {
+		if c, err := r.Cookie(ParticipantCookie); err == nil {
+			p.id, _ = h.sign.participantOf(c.Value)
+		}
+		if p.id == "" {
 			b := make([]byte, 16)
 			_, _ = rand.Read(b)
 			p.id = hex.EncodeToString(b)
-			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: p.id, Path: "/", MaxAge: 365 * 24 * 3600,
+			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: h.sign.participantCookie(p.id), Path: "/", MaxAge: 365 * 24 * 3600,
 				HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 			// A join with the code is bounded by its own rate below: the
 			// code, not the address, says who is in the room.
@@ -72,14 +74,6 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), participantKey{}, p)))
 	})
-}
-
-func validParticipant(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
 }
 
 func participantOf(r *http.Request) string {
@@ -123,14 +117,19 @@ func (rw *rateWindow) allow(key string, now time.Time, limit int) bool {
 	return w.n <= limit
 }
 
-// joined says whether the request's participant entered the join code;
-// every participant has when the server has none.
+// joined says whether the request's participant entered the join code
+// within JoinTTL, and is still in the room; every participant has when
+// the server has no code.
 func (h *handlers) joined(r *http.Request) bool {
 	if h.JoinCode == "" {
 		return true
 	}
 	c, err := r.Cookie(JoinCookie)
-	return err == nil && hmac.Equal([]byte(c.Value), []byte(h.joinProof(participantOf(r))))
+	if err != nil {
+		return false
+	}
+	id := participantOf(r)
+	return h.sign.joined(id, h.JoinCode, c.Value, time.Now()) && !h.Room.Removed(id)
 }
 
 // provenByCode says whether the request's participant proved the join
@@ -150,15 +149,6 @@ func (h *handlers) countedAddress(r *http.Request) string {
 	return addressOf(r)
 }
 
-// joinProof is what the join cookie holds for a participant: an HMAC of
-// its id keyed with the join code, so that it proves the code without
-// holding it, and a new code ends every earlier join.
-func (h *handlers) joinProof(participant string) string {
-	mac := hmac.New(sha256.New, []byte(h.JoinCode))
-	mac.Write([]byte(participant))
-	return hex.EncodeToString(mac.Sum(nil))
-}
-
 // mustJoin refuses a request to act from a participant who has not
 // entered the join code: without it a browser can watch but not run.
 func (h *handlers) mustJoin(next http.Handler) http.Handler {
@@ -172,10 +162,16 @@ func (h *handlers) mustJoin(next http.Handler) http.Handler {
 	})
 }
 
+// JoinAnswerTime is how long every join with a code takes to answer,
+// right or wrong: the answer's timing tells nothing of the code.
+const JoinAnswerTime = 250 * time.Millisecond
+
 // apiJoin checks a join code and gives the participant its proof, and
-// takes the display name the participant gives, if any. Wrong codes
-// answer a second apart, as wrong presenter tokens do.
+// takes the display name the participant gives, if any. Attempts are
+// counted per address (joinGuard): an address that fails a few times is
+// refused for a while, the right code included.
 func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
+	started := time.Now()
 	var body struct {
 		Code string `json:"code"`
 		Name string `json:"name"`
@@ -189,9 +185,15 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "name", err.Error())
 		return
 	}
+	id := participantOf(r)
 	if h.JoinCode != "" {
-		if subtle.ConstantTimeCompare([]byte(body.Code), []byte(h.JoinCode)) != 1 {
-			h.failures.wait(r.Context())
+		right := subtle.ConstantTimeCompare([]byte(body.Code), []byte(h.JoinCode)) == 1
+		if wait, ok := h.joinGuard.attempt(addressOf(r), right, started); !ok {
+			refuseFor(w, wait, "code", fmt.Sprintf("too many wrong join codes from %s: try again in %s", addressOf(r), wait.Round(time.Second)))
+			return
+		}
+		answerAt(r.Context(), started.Add(JoinAnswerTime))
+		if !right {
 			writeError(w, http.StatusForbidden, "code", "that is not this workshop's join code")
 			return
 		}
@@ -201,17 +203,40 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := h.Room.Join(participantOf(r), name, time.Now()); err != nil {
+	if err := h.Room.Join(id, name, time.Now()); err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, workshop.ErrRoomFull) {
-			status = http.StatusServiceUnavailable
+		if errors.Is(err, workshop.ErrRemoved) {
+			status = http.StatusForbidden
 		}
 		writeError(w, status, "name", err.Error())
 		return
 	}
 	if h.JoinCode != "" {
-		http.SetCookie(w, &http.Cookie{Name: JoinCookie, Value: h.joinProof(participantOf(r)), Path: "/", MaxAge: 7 * 24 * 3600,
-			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
+		http.SetCookie(w, &http.Cookie{Name: JoinCookie, Value: h.sign.joinProof(id, h.JoinCode, time.Now().Add(JoinTTL)), Path: "/",
+			MaxAge: int(JoinTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"joined": true, "name": name})
+	writeJSON(w, http.StatusOK, joinAnswer{Joined: true, Name: name})
+}
+
+// joinAnswer is POST /api/join's answer.
+type joinAnswer struct {
+	Joined bool   `json:"joined"`
+	Name   string `json:"name"`
+}
+
+// answerAt waits until at, or until the client leaves.
+func answerAt(ctx context.Context, at time.Time) {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// refuseFor answers 429 with Retry-After: the client may try again after
+// wait.
+func refuseFor(w http.ResponseWriter, wait time.Duration, field, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
+	writeError(w, http.StatusTooManyRequests, field, msg)
 }

@@ -138,5 +138,5 @@ func TestBehindATLSProxy(t *testing.T) {
 	if status, body, _ := post(ada, base+"/api/runs/"+created.ID+"/stop", "{}", "Origin", base); status != http.StatusAccepted {
 		t.Errorf("a stop from the page's own https origin: %d %s", status, body)
 	}
-	m.ClearQueue("test")
+	m.ClearQueue("", "test")
 }

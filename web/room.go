@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -19,6 +20,8 @@ import (
 // joined, its latest run's state and queue place, and for a guided lab the
 // step it has reached and whether that step's check holds.
 type RoomRow struct {
+	// Ref names the participant to the presenter's calls (removing it).
+	Ref    string    `json:"ref"`
 	Label  string    `json:"label"`
 	Named  bool      `json:"named"`
 	Joined time.Time `json:"joined"`
@@ -60,7 +63,7 @@ func (h *handlers) roomView() []RoomRow {
 		if ok {
 			ended[m.Latest] = row
 		}
-		row.Label, row.Named, row.Joined = m.Name, m.Name != "", m.Joined.UTC().Truncate(time.Second)
+		row.Ref, row.Label, row.Named, row.Joined = m.Ref, m.Name, m.Name != "", m.Joined.UTC().Truncate(time.Second)
 		if !row.Named {
 			row.Label = "participant " + strconv.Itoa(i+1)
 		}
@@ -91,6 +94,26 @@ func stepReached(row *RoomRow, steps []runner.StepView) {
 
 func (h api) apiRoom(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"participants": h.roomView()})
+}
+
+// apiRemoveMember takes a participant out of the room for good, by its
+// ref: its join no longer counts, it may not join again with that
+// identity, and its queued runs are ended (a running one goes on to its
+// end, or until the presenter stops it).
+func (h api) apiRemoveMember(w http.ResponseWriter, r *http.Request) {
+	m, err := h.Room.Remove(chi.URLParam(r, "ref"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, "participant", err.Error())
+		return
+	}
+	n := h.Runs.ClearQueue(m.ID, "the presenter removed its participant from the room before this run started")
+	writeJSON(w, http.StatusOK, removedAnswer{Removed: m.Ref, QueuedRunsEnded: n})
+}
+
+// removedAnswer is the presenter's answer to removing a participant.
+type removedAnswer struct {
+	Removed         string `json:"removed"`
+	QueuedRunsEnded int    `json:"queued_runs_ended"`
 }
 
 // apiRoomCSV is the room at the end of a workshop, as a spreadsheet takes
@@ -124,15 +147,29 @@ func blankZero(n int) string {
 	return strconv.Itoa(n)
 }
 
-// RoomEvery is how often the live room view looks for changes.
-const RoomEvery = time.Second
+// RoomEvery is how often the live room view looks for changes;
+// RoomTokenWait how long its socket waits for the token.
+const (
+	RoomEvery     = time.Second
+	RoomTokenWait = 5 * time.Second
+)
+
+// roomViewers is the key the room view's streams are counted under as
+// viewers: no run id looks like it.
+const roomViewers = "room"
 
 // roomLive streams the room view to the presenter's page: a browser cannot
 // set a websocket's headers, so the token is the first message; then the
-// view, each time it changes.
+// view, each time it changes. The socket counts as a viewer only once its
+// token is right; a wrong one closes it at once, counted against its
+// address (presenterGuard), and keeps nobody else waiting.
 func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 	if h.PresenterToken == "" {
 		writeError(w, http.StatusForbidden, "presenter", "presenter calls are off: the server was started without a presenter token")
+		return
+	}
+	if wait, ok := h.presenterGuard.check(addressOf(r), time.Now()); !ok {
+		refuseFor(w, wait, "presenter", "too many wrong presenter tokens from "+addressOf(r))
 		return
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
@@ -141,13 +178,23 @@ func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(1024)
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), RoomTokenWait)
 	_, token, err := c.Read(ctx)
 	cancel()
-	if err != nil || !h.tokenIs(r.Context(), string(token)) {
+	if err != nil {
 		c.Close(websocket.StatusPolicyViolation, "presenter only: send the presenter token as the first message")
 		return
 	}
+	if ok, _ := h.tokenIs(r, string(token)); !ok {
+		c.Close(websocket.StatusPolicyViolation, "presenter only: that is not the presenter token")
+		return
+	}
+	release, err := h.viewers.acquire(roomViewers, h.countedAddress(r), h.MaxViewersPerRun, h.MaxViewersPerAddress)
+	if err != nil {
+		c.Close(websocket.StatusTryAgainLater, err.Error())
+		return
+	}
+	defer release()
 	ctx = c.CloseRead(r.Context())
 	t := time.NewTicker(RoomEvery)
 	defer t.Stop()

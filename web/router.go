@@ -4,6 +4,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -41,7 +42,8 @@ type Runs interface {
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)
-	ClearQueue(why string) int
+	// ClearQueue ends the queued runs of a participant, or all if it is "".
+	ClearQueue(participant, why string) int
 	// UpdateLimits changes a running lane's limits.
 	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
 }
@@ -106,6 +108,10 @@ type Deps struct {
 	Room *workshop.Room
 	// Finder runs limit searches (none if nil).
 	Finder Finder
+	// Secret is the server's own, kept in its data directory: the
+	// participant ids it issues and their join proofs are signed with it
+	// (a random one if nil, as a test's server has).
+	Secret []byte
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -128,7 +134,11 @@ func NewRouter(d Deps) http.Handler {
 	if d.BodyTimeout == 0 {
 		d.BodyTimeout = 15 * time.Second
 	}
-	h := &handlers{Deps: d}
+	if len(d.Secret) == 0 {
+		d.Secret = make([]byte, 32)
+		_, _ = rand.Read(d.Secret)
+	}
+	h := &handlers{Deps: d, sign: signer{key: d.Secret}}
 	a, p, ls := api{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -184,6 +194,7 @@ func NewRouter(d Deps) http.Handler {
 			r.With(h.presenterOnly).Get("/presenter/check", a.apiPresenterCheck)
 			r.With(h.presenterOnly).Get("/presenter/room", a.apiRoom)
 			r.With(h.presenterOnly).Get("/presenter/room.csv", a.apiRoomCSV)
+			r.With(h.presenterOnly).Post("/presenter/room/{ref}/remove", a.apiRemoveMember)
 			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
 			})
@@ -201,11 +212,13 @@ func NewRouter(d Deps) http.Handler {
 // (the websockets), each over the same state.
 type handlers struct {
 	Deps
-	failures  failureGate
-	newcomers rateWindow
-	joins     rateWindow
-	imports   rateWindow
-	viewers   viewerCount
+	sign           signer
+	joinGuard      attemptGuard
+	presenterGuard attemptGuard
+	newcomers      rateWindow
+	joins          rateWindow
+	imports        rateWindow
+	viewers        viewerCount
 	// roomEnded are the room view's rows of ended runs, by run id.
 	roomMu    sync.Mutex
 	roomEnded map[string]RoomRow

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,66 +19,53 @@ import (
 // MinPresenterToken is the shortest presenter token the server takes.
 const MinPresenterToken = 16
 
-// isPresenter checks the request's bearer token in constant time. A wrong
-// token waits its turn: failures are let through one a second, server-wide,
-// so guessing the token takes for ever; ok is false when the request gave
-// up waiting.
+// isPresenter checks the request's bearer token in constant time. Wrong
+// tokens are counted per address (presenterGuard): an address that fails
+// a few times is refused for a while, the right token included, and no
+// one else waits for it.
 func (h *handlers) isPresenter(r *http.Request) bool {
+	ok, _ := h.presenterAuth(r)
+	return ok
+}
+
+// presenterAuth is isPresenter, with how long the request's address is
+// still refused when it is locked out.
+func (h *handlers) presenterAuth(r *http.Request) (bool, time.Duration) {
 	if h.PresenterToken == "" {
-		return false
+		return false, 0
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return false
+		return false, 0
 	}
-	return h.tokenIs(r.Context(), got)
+	return h.tokenIs(r, got)
 }
 
-// tokenIs checks a presenter token in constant time; a wrong one waits its
-// turn at the failure gate.
-func (h *handlers) tokenIs(ctx context.Context, got string) bool {
+// tokenIs checks a presenter token in constant time, counting a wrong one
+// against the request's address.
+func (h *handlers) tokenIs(r *http.Request, got string) (bool, time.Duration) {
 	if h.PresenterToken == "" {
-		return false
+		return false, 0
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1 {
-		return true
+	right := subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1
+	if wait, ok := h.presenterGuard.attempt(addressOf(r), right, time.Now()); !ok {
+		return false, wait
 	}
-	h.failures.wait(ctx)
-	return false
-}
-
-// failureGate spaces out failed presenter attempts.
-type failureGate struct {
-	mu   sync.Mutex
-	next time.Time // when the next failure may answer
-}
-
-// failureSpacing is how far apart failed presenter attempts answer.
-const failureSpacing = time.Second
-
-func (g *failureGate) wait(ctx context.Context) {
-	g.mu.Lock()
-	at := time.Now()
-	if g.next.After(at) {
-		at = g.next
-	}
-	g.next = at.Add(failureSpacing)
-	g.mu.Unlock()
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	return right, 0
 }
 
 // presenterOnly refuses a call without the presenter's token.
 func (h *handlers) presenterOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case h.PresenterToken == "":
+		if h.PresenterToken == "" {
 			writeError(w, http.StatusForbidden, "presenter", "presenter calls are off: the server was started without a presenter token (-presenter-token or LIMITLAB_PRESENTER_TOKEN)")
-		case !h.isPresenter(r):
+			return
+		}
+		ok, wait := h.presenterAuth(r)
+		switch {
+		case wait > 0:
+			refuseFor(w, wait, "presenter", fmt.Sprintf("too many wrong presenter tokens from %s: try again in %s", addressOf(r), wait.Round(time.Second)))
+		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="limitlab presenter"`)
 			writeError(w, http.StatusUnauthorized, "presenter", "presenter only: send Authorization: Bearer <the token given at start-up>")
 		default:
@@ -195,7 +180,7 @@ func (h api) apiFeatured(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h api) apiClearQueue(w http.ResponseWriter, r *http.Request) {
-	n := h.Runs.ClearQueue("the presenter cleared the queue before this run started")
+	n := h.Runs.ClearQueue("", "the presenter cleared the queue before this run started")
 	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
 }
 

@@ -36,6 +36,7 @@ type config struct {
 	presenter    string
 	maxConns     int
 	joinCode     string
+	joinCodeMade bool // -join-code auto: the server made it
 	maxQueue     int
 	addressRuns  int
 	quotas       workshop.Quotas
@@ -86,7 +87,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
 	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
 	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
-	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
+	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything, at least 10 characters, or auto to have one made and printed; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
 	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (README: More than one host); without it, the engine DOCKER_HOST names")
@@ -137,6 +138,12 @@ func parseFlags(args []string) (config, error) {
 	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
 	if c.joinCode == "" {
 		c.joinCode = os.Getenv("LIMITLAB_JOIN_CODE")
+	}
+	if c.joinCode == "auto" {
+		c.joinCode, c.joinCodeMade = web.NewJoinCode(), true
+	}
+	if c.joinCode != "" && len(c.joinCode) < web.MinJoinCode {
+		return c, fmt.Errorf("the join code has %d characters: give at least %d, or -join-code auto to have one made", len(c.joinCode), web.MinJoinCode)
 	}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)

@@ -153,6 +153,13 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	secret, err := store.Secret(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	if cfg.joinCodeMade {
+		log.Info("join code made for this workshop: give it to the room", slog.String("join_code", cfg.joinCode))
+	}
 	log.Info("store", slog.String("file", filepath.Join(cfg.dataDir, store.FileName)))
 	prepare := func(eng engine.Engine, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
 		return func(ctx context.Context) (engine.HostInfo, string, error) {
@@ -250,7 +257,7 @@ func run(ctx context.Context, args []string) error {
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
-			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr,
+			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr, Secret: secret,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections idle this long are closed; bodies have

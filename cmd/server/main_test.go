@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/limitlab/limitlab/web"
 	"io"
 	"net"
 	"net/http"
@@ -247,6 +248,10 @@ func TestFlagsGuardAWorkshop(t *testing.T) {
 		{"a certificate without its key", []string{"-tls-cert", long}, "go together"},
 		{"a certificate that is no certificate", []string{"-tls-cert", long, "-tls-key", long}, "-tls-cert/-tls-key"},
 		{"no viewers", []string{"-max-viewers-per-run", "0"}, "at least 1"},
+		{"a join code of four digits", []string{"-join-code", "4242"}, "at least 10"},
+		{"a join code of nine characters", []string{"-join-code", "limitlab9"}, "at least 10"},
+		{"a strong join code", []string{"-join-code", "limitlab-4242"}, ""},
+		{"a join code made", []string{"-join-code", "auto"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,8 +265,16 @@ func TestFlagsGuardAWorkshop(t *testing.T) {
 			if tt.name == "a token file" && c.presenter != "0123456789abcdef0123" {
 				t.Errorf("token %q", c.presenter)
 			}
+			if tt.name == "a join code made" && (!c.joinCodeMade || len(c.joinCode) < web.MinJoinCode || c.joinCode == "auto") {
+				t.Errorf("-join-code auto made %q", c.joinCode)
+			}
 		})
 	}
+	t.Setenv("LIMITLAB_JOIN_CODE", "4242")
+	if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), "at least 10") {
+		t.Errorf("a short join code from the environment: %v", err)
+	}
+	t.Setenv("LIMITLAB_JOIN_CODE", "")
 	t.Setenv("LIMITLAB_PRESENTER_TOKEN", "short")
 	if _, err := parseFlags(nil); err == nil {
 		t.Error("a short token from the environment accepted")

@@ -37,7 +37,7 @@ import (
 // room's join code.
 const (
 	presenterToken = "soak-presenter-token-0123"
-	joinCode       = "soak-room"
+	joinCode       = "soak-room-4242"
 )
 
 func main() {

@@ -41,3 +41,34 @@ func Instance(dir string) (string, error) {
 	}
 	return id, nil
 }
+
+// SecretFile holds the server's own secret: the participant ids it
+// issues and their join proofs are signed with it.
+const SecretFile = "secret"
+
+// Secret is the server's own secret, kept in dir (0600): made at random
+// on first start, so that the identities a server issued hold across its
+// restarts, and no one who lacks the data directory can make one.
+func Secret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, SecretFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw := make([]byte, 32)
+		_, _ = rand.Read(raw)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store: data directory: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("store: secret: %w", err)
+		}
+		return raw, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: secret: %w", err)
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(raw) < 32 {
+		return nil, fmt.Errorf("store: %s: want 64 hex digits", path)
+	}
+	return raw, nil
+}

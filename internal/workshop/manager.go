@@ -281,7 +281,7 @@ func newID() string {
 // engine.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.cancel()
-	m.ClearQueue("the server shut down before this run started")
+	m.ClearQueue("", "the server shut down before this run started")
 	waited := make(chan struct{})
 	go func() { m.wg.Wait(); m.finder.wait(); close(waited) }()
 	select {

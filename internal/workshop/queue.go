@@ -115,6 +115,13 @@ func (q *fairQueue[T]) Remove(item T) bool {
 	return false
 }
 
+// Take takes every item of one participant out of the queue.
+func (q *fairQueue[T]) Take(p string) []T {
+	items := q.items[p]
+	q.drop(p)
+	return items
+}
+
 func (q *fairQueue[T]) drop(p string) {
 	delete(q.items, p)
 	delete(q.addrOf, p)

@@ -1,6 +1,8 @@
 package workshop
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,22 +16,31 @@ import (
 // MaxNameRunes is the longest display name a participant may give.
 const MaxNameRunes = 40
 
-// MaxMembers is how many participants a room remembers; past it, joins
-// are refused, so that the room's memory has a bound whatever a client
-// does.
-const MaxMembers = 5000
+// MaxMembers is how many participants a room remembers: past it, a
+// newcomer takes the place of the one who came first and never ran (or,
+// if all have run, of the one who came first), so that the room's memory
+// has a bound and no newcomer is locked out. MaxRemoved bounds the
+// participants the presenter removed that it remembers.
+const (
+	MaxMembers = 5000
+	MaxRemoved = 5000
+)
 
-// Errors of Room.Join, each about the name or the room.
+// Errors of Room.Join, each about the name or the participant.
 var (
 	ErrNameTaken = errors.New("that name is taken in this room: choose another")
-	ErrRoomFull  = fmt.Errorf("this room has %d participants, the most it holds", MaxMembers)
+	ErrRemoved   = errors.New("the presenter removed you from this room")
+	ErrNoMember  = errors.New("no such participant in this room")
 )
 
 // Member is one participant of the room: the name it gave (none: the page
 // gives it an anonymous label), when it joined or was first seen, and its
 // latest run.
 type Member struct {
-	ID     string
+	ID string
+	// Ref names the member to the presenter: it is not the id, which is
+	// the participant's cookie.
+	Ref    string
 	Name   string
 	Joined time.Time
 	Latest string // the id of its latest run; "" before its first
@@ -43,11 +54,15 @@ type Room struct {
 	members map[string]*Member
 	order   []*Member
 	names   map[string]string // folded name -> participant id
+	// removed are the ids the presenter removed, in the order removed:
+	// they may not join again.
+	removed     map[string]bool
+	removedList []string
 }
 
 // NewRoom makes an empty room.
 func NewRoom() *Room {
-	return &Room{members: map[string]*Member{}, names: map[string]string{}}
+	return &Room{members: map[string]*Member{}, names: map[string]string{}, removed: map[string]bool{}}
 }
 
 // CleanName checks a display name: at most MaxNameRunes printable
@@ -78,15 +93,15 @@ func fold(name string) string {
 func (r *Room) Join(id, name string, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.removed[id] {
+		return ErrRemoved
+	}
 	if name != "" {
 		if other, ok := r.names[fold(name)]; ok && other != id {
 			return ErrNameTaken
 		}
 	}
-	m, err := r.memberLocked(id, at)
-	if err != nil {
-		return err
-	}
+	m := r.memberLocked(id, at)
 	if name != "" {
 		delete(r.names, fold(m.Name))
 		m.Name = name
@@ -96,26 +111,77 @@ func (r *Room) Join(id, name string, at time.Time) error {
 }
 
 // Ran records a participant's latest run; one not yet in the room joins
-// it now (a room without a join code has no joins).
+// it now (a room without a join code has no joins). A removed participant
+// stays out.
 func (r *Room) Ran(id, run string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m, err := r.memberLocked(id, at); err == nil {
-		m.Latest = run
+	if !r.removed[id] {
+		r.memberLocked(id, at).Latest = run
 	}
 }
 
-func (r *Room) memberLocked(id string, at time.Time) (*Member, error) {
+func (r *Room) memberLocked(id string, at time.Time) *Member {
 	if m, ok := r.members[id]; ok {
-		return m, nil
+		return m
 	}
 	if len(r.order) >= MaxMembers {
-		return nil, ErrRoomFull
+		r.dropLocked(r.oldestIdleLocked())
 	}
-	m := &Member{ID: id, Joined: at}
+	ref := make([]byte, 6)
+	_, _ = rand.Read(ref)
+	m := &Member{ID: id, Ref: hex.EncodeToString(ref), Joined: at}
 	r.members[id] = m
 	r.order = append(r.order, m)
+	return m
+}
+
+// oldestIdleLocked is the member whose place a newcomer takes in a full
+// room: the first who never ran, or else the first.
+func (r *Room) oldestIdleLocked() int {
+	for i, m := range r.order {
+		if m.Latest == "" {
+			return i
+		}
+	}
+	return 0
+}
+
+func (r *Room) dropLocked(i int) {
+	m := r.order[i]
+	delete(r.members, m.ID)
+	if m.Name != "" && r.names[fold(m.Name)] == m.ID {
+		delete(r.names, fold(m.Name))
+	}
+	r.order = slices.Delete(r.order, i, i+1)
+}
+
+// Remove takes the member with that ref out of the room for good: its
+// join no longer counts, and it may not join again. It returns the
+// member's id, whose queued runs the caller ends.
+func (r *Room) Remove(ref string) (Member, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.order, func(m *Member) bool { return m.Ref == ref })
+	if i < 0 {
+		return Member{}, ErrNoMember
+	}
+	m := *r.order[i]
+	r.dropLocked(i)
+	if len(r.removedList) >= MaxRemoved {
+		delete(r.removed, r.removedList[0])
+		r.removedList = r.removedList[1:]
+	}
+	r.removed[m.ID] = true
+	r.removedList = append(r.removedList, m.ID)
 	return m, nil
+}
+
+// Removed says whether the presenter removed this participant.
+func (r *Room) Removed(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removed[id]
 }
 
 // Members are the room's participants in the order they came.

@@ -29,14 +29,48 @@ func TestRoomNamesAndItsBound(t *testing.T) {
 	if len(ms) != 3 || ms[0].Name != "Ada L" || ms[1].Name != "Ada" || ms[2].Latest != "run1" || ms[2].Name != "" {
 		t.Errorf("members %+v", ms)
 	}
-	for i := range workshop.MaxMembers {
-		_ = r.Join(fmt.Sprint("p", i), "", now)
+	for i := range workshop.MaxMembers - 3 {
+		if err := r.Join(fmt.Sprint("p", i), "", now); err != nil {
+			t.Fatalf("member %d: %v", i+4, err)
+		}
 	}
-	if err := r.Join("one too many", "", now); !errors.Is(err, workshop.ErrRoomFull) {
-		t.Errorf("past %d members: %v", workshop.MaxMembers, err)
+	// A full room takes newcomers in the places of those who came first
+	// and never ran: Ada L, Ada, then p0 (c ran).
+	for _, id := range []string{"new1", "new2", "new3"} {
+		if err := r.Join(id, "", now); err != nil {
+			t.Errorf("%s past %d members: %v", id, workshop.MaxMembers, err)
+		}
 	}
-	if n := len(r.Members()); n != workshop.MaxMembers {
+	ms = r.Members()
+	if n := len(ms); n != workshop.MaxMembers {
 		t.Errorf("%d members kept, want %d", n, workshop.MaxMembers)
+	}
+	if ms[0].ID != "c" || ms[1].ID != "p1" || ms[len(ms)-1].ID != "new3" {
+		t.Errorf("a full room kept %s, %s ... %s first and last; want c, p1 ... new3", ms[0].ID, ms[1].ID, ms[len(ms)-1].ID)
+	}
+	if err := r.Join("d", "Ada", now); err != nil {
+		t.Errorf("Ada's name, free once her place was taken: %v", err)
+	}
+	// The presenter removes a member by its ref: it leaves the room and
+	// may not come back, by joining or by running.
+	gone, err := r.Remove(ms[0].Ref)
+	if err != nil || gone.ID != "c" {
+		t.Fatalf("remove c by ref %q: %+v %v", ms[0].Ref, gone, err)
+	}
+	if !r.Removed("c") || r.Removed("p1") {
+		t.Error("Removed should name c only")
+	}
+	if err := r.Join("c", "", now); !errors.Is(err, workshop.ErrRemoved) {
+		t.Errorf("c joining again: %v", err)
+	}
+	r.Ran("c", "run2", now)
+	for _, m := range r.Members() {
+		if m.ID == "c" {
+			t.Error("a removed participant came back by running")
+		}
+	}
+	if _, err := r.Remove(ms[0].Ref); !errors.Is(err, workshop.ErrNoMember) {
+		t.Errorf("removing c twice: %v", err)
 	}
 	for _, bad := range []string{"x\x00y", string([]byte{0xff}), "0123456789012345678901234567890123456789x"} {
 		if _, err := workshop.CleanName(bad); err == nil {

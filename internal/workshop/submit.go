@@ -209,16 +209,21 @@ func (m *Manager) Stop(id string) error {
 	return nil
 }
 
-// ClearQueue ends every queued run (running ones go on) and says how many.
-func (m *Manager) ClearQueue(why string) int {
+// ClearQueue ends the queued runs of a participant, or every queued run
+// if participant is "" (running ones go on), and says how many.
+func (m *Manager) ClearQueue(participant, why string) int {
 	m.mu.Lock()
 	var queued []*entry
-	for {
-		e, ok := m.queue.Next(nil)
-		if !ok {
-			break
+	if participant == "" {
+		for {
+			e, ok := m.queue.Next(nil)
+			if !ok {
+				break
+			}
+			queued = append(queued, e)
 		}
-		queued = append(queued, e)
+	} else {
+		queued = m.queue.Take(participant)
 	}
 	m.mu.Unlock()
 	for _, e := range queued {
