@@ -58,14 +58,16 @@ func serve(t testing.TB, m *workshop.Manager, deps func(*Deps)) *httptest.Server
 }
 
 // serveConns serves the router with its listener holding at most maxConns
-// connections (MaxConns if zero), as -max-conns sets it.
+// connections (MaxConns if zero), as -max-conns sets it, and as many from
+// one address (DefaultConnsPerAddress if zero): a keynote's audience
+// behind one NAT.
 func serveConns(t testing.TB, m *workshop.Manager, deps func(*Deps), maxConns int) *httptest.Server {
 	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Finder: m.Finder(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}
 	srv := httptest.NewUnstartedServer(NewRouter(d))
-	srv.Listener = Listener(srv.Listener, maxConns)
+	srv.Listener = Listener(srv.Listener, ListenOptions{MaxConns: maxConns, PerAddress: maxConns, TrustedProxies: d.TrustedProxies})
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv

@@ -23,6 +23,13 @@ import (
 // for the checks of requests, which need no containers.
 func newFakeServer(t testing.TB, deps func(*Deps), options ...func(*workshop.Options)) (*httptest.Server, *workshop.Manager, *enginefake.Engine) {
 	t.Helper()
+	m, fake := newFakeManager(t, options...)
+	return serve(t, m, deps), m, fake
+}
+
+// newFakeManager is a manager on the fake engine, with a store.
+func newFakeManager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manager, *enginefake.Engine) {
+	t.Helper()
 	fake := enginefake.New()
 	fake.Runtime = 50 * time.Millisecond
 	st, err := store.Open(t.TempDir(), nil)
@@ -40,7 +47,7 @@ func newFakeServer(t testing.TB, deps func(*Deps), options ...func(*workshop.Opt
 		defer cancel()
 		_ = m.Shutdown(ctx)
 	})
-	return serve(t, m, deps), m, fake
+	return m, fake
 }
 
 func newJarClient() *http.Client {
@@ -129,7 +136,7 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
-	go srv.Serve(Listener(ln, 2))
+	go srv.Serve(Listener(ln, ListenOptions{MaxConns: 2}))
 	defer srv.Close()
 	var held []net.Conn
 	for range 2 {

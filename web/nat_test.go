@@ -119,10 +119,13 @@ func TestDisplayNames(t *testing.T) {
 // refused.
 func TestAKeynoteFromOneAddress(t *testing.T) {
 	const audience = 300
-	srv, m, fake := newFakeServer(t, func(d *Deps) {
+	m, fake := newFakeManager(t)
+	// The listener, as -max-conns and -max-conns-per-address set it for a
+	// keynote behind one NAT.
+	srv := serveConns(t, m, func(d *Deps) {
 		withPresenter(d)
 		d.MaxViewersPerRun, d.MaxViewersPerAddress = audience, 2*audience
-	})
+	}, 4*audience)
 	fake.Runtime = time.Minute
 	status, body := postWith(t, newJarClient(), srv.URL+"/api/runs", roomSpec)
 	if status != http.StatusCreated {

@@ -85,7 +85,8 @@ type Deps struct {
 	// AllowedOrigins are origin host patterns (as coder/websocket matches
 	// them) allowed besides the page's own origin.
 	AllowedOrigins []string
-	// WriteTimeout bounds each websocket write.
+	// WriteTimeout bounds each websocket write, and each chunk of an
+	// export (5 s if zero).
 	WriteTimeout time.Duration
 	// BodyTimeout bounds the reading of a request's body (15 s if zero):
 	// a client that announces a megabyte and sends ten bytes is cut off.
@@ -157,6 +158,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Timeout(30 * time.Second))
 		r.Use(h.bodyDeadline)
+		r.Use(writeDeadline)
 		r.Get("/", p.home)
 		r.Get("/labs/{id}", p.labPage)
 		r.Get("/runs/{id}", p.runPage)

@@ -119,11 +119,17 @@ func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
-		writeJSON(w, http.StatusOK, e)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		enc := json.NewEncoder(newDeadlineWriter(w, h.WriteTimeout))
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(e); err != nil {
+			h.Log.Debug("export json", slog.String("run", id), slog.Any("err", err))
+		}
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
-		if err := h.History.WriteCSV(w, id); err != nil {
+		if err := h.History.WriteCSV(newDeadlineWriter(w, h.WriteTimeout), id); err != nil {
 			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
 	default:

@@ -35,6 +35,7 @@ type config struct {
 	queueWait    time.Duration
 	presenter    string
 	maxConns     int
+	addressConns int
 	joinCode     string
 	joinCodeMade bool // -join-code auto: the server made it
 	maxQueue     int
@@ -87,6 +88,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
 	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
 	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
+	fs.IntVar(&c.addressConns, "max-conns-per-address", web.DefaultConnsPerAddress, "connections one client address (an IPv6 /64 as one) may hold at once; more are closed as they arrive. A trusted proxy is held to -max-conns only. Raise it for a room of more than about fifty browsers behind one NAT")
 	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything, at least 10 characters, or auto to have one made and printed; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
@@ -131,6 +133,9 @@ func parseFlags(args []string) (config, error) {
 		if _, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey); err != nil {
 			return c, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 		}
+	}
+	if c.addressConns < 1 || c.maxConns < 1 {
+		return c, fmt.Errorf("-max-conns %d, -max-conns-per-address %d: want at least 1 each", c.maxConns, c.addressConns)
 	}
 	if c.viewersRun < 1 || c.viewersAddr < 1 {
 		return c, fmt.Errorf("-max-viewers-per-run %d, -max-viewers-per-address %d: want at least 1 each", c.viewersRun, c.viewersAddr)

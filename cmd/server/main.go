@@ -270,14 +270,15 @@ func run(ctx context.Context, args []string) error {
 		log.Warn("the dashboard listens beyond this machine over plain http: the join code and the presenter token cross the network in clear. " +
 			"Serve it over https (-tls-cert, -tls-key), or behind a TLS proxy (-trusted-proxies), or on loopback only (README: Running a workshop safely)")
 	}
+	lo := web.ListenOptions{MaxConns: cfg.maxConns, PerAddress: cfg.addressConns, TrustedProxies: cfg.proxies}
 	go func() {
 		if cfg.tlsCert != "" {
 			log.Info("listening", slog.String("url", "https://"+cfg.addr))
-			errc <- srv.ServeTLS(web.Listener(ln, cfg.maxConns), cfg.tlsCert, cfg.tlsKey)
+			errc <- srv.ServeTLS(web.Listener(ln, lo), cfg.tlsCert, cfg.tlsKey)
 			return
 		}
 		log.Info("listening", slog.String("url", "http://"+cfg.addr))
-		errc <- srv.Serve(web.Listener(ln, cfg.maxConns))
+		errc <- srv.Serve(web.Listener(ln, lo))
 	}()
 	select {
 	case err := <-errc:
