@@ -17,7 +17,9 @@ import (
 
 // Finder is what the handlers need of the limit searches.
 type Finder interface {
-	Start(spec experiments.FindSpec, participant, address string) (*workshop.Search, experiments.Errors)
+	// Start refuses a spec with experiments.Errors, and a participant's
+	// second search at once with a *workshop.QuotaError.
+	Start(spec experiments.FindSpec, participant, address string) (*workshop.Search, error)
 	View(id string) (workshop.SearchView, bool)
 	Stop(id string) error
 	// Owner is a running search's participant.
@@ -44,9 +46,17 @@ func (h api) apiStartFind(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
-	s, errs := h.Finder.Start(spec, participantOf(r), h.countedAddress(r))
-	if errs != nil {
+	s, err := h.Finder.Start(spec, participantOf(r), h.countedAddress(r))
+	var quota *workshop.QuotaError
+	switch {
+	case errors.As(err, &quota):
+		writeQuota(w, quota)
+		return
+	case errors.As(err, &errs):
 		writeErrors(w, http.StatusBadRequest, errs)
+		return
+	case err != nil:
+		writeFailure(w, "find", err)
 		return
 	}
 	w.Header().Set("Location", "/api/find/"+s.ID())

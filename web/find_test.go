@@ -202,3 +202,39 @@ func TestBrowserSearchesBothInTurn(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestASecondSearchIsRefused: a participant runs one search at a time; a
+// second is refused at once, naming the limit, and starts nothing; another
+// participant's is taken.
+func TestASecondSearchIsRefused(t *testing.T) {
+	srv, _, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode })
+	fake.Runtime = time.Minute
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	ada := joinAs(t, srv.URL, strongCode, "Ada")
+	status, body := postWith(t, ada, srv.URL+"/api/find", findSpec)
+	if status != http.StatusCreated {
+		t.Fatalf("Ada's first search: %d %s", status, body)
+	}
+	var first struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &first)
+	defer postWith(t, ada, srv.URL+"/api/find/"+first.ID+"/stop", "{}")
+	enginetest.WaitFor(t, 10*time.Second, "the first probe to start", func() bool { return fake.Counts().Creates > 0 })
+	creates := fake.Counts().Creates
+	for range 4 {
+		status, body := postWith(t, ada, srv.URL+"/api/find", findSpec)
+		if status != http.StatusForbidden || !strings.Contains(body, `"limit": "searches"`) || !strings.Contains(body, first.ID) {
+			t.Errorf("Ada's second search: %d %s, want 403 naming the searches limit and her running search", status, body)
+		}
+	}
+	grace := joinAs(t, srv.URL, strongCode, "Grace")
+	status, body = postWith(t, grace, srv.URL+"/api/find", findSpec)
+	if status != http.StatusCreated {
+		t.Errorf("Grace's search beside Ada's: %d %s", status, body)
+	}
+	var second struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &second)
+	defer postWith(t, grace, srv.URL+"/api/find/"+second.ID+"/stop", "{}")
+	if n := fake.Counts().Creates; n != creates {
+		t.Errorf("%d containers created by refused searches", n-creates)
+	}
+}

@@ -52,7 +52,13 @@ type config struct {
 	viewersRun   int
 	viewersAddr  int
 	images       []string // -allow-image: a facilitator's images
+	keep         workshop.Retention
+	defaultMem   int64 // -default-memory: a lane's memory limit when it sets none
 }
+
+// DefaultLaneMemory is -default-memory's default: far more than any
+// built-in workload uses beside its own --memory, far less than a host.
+const DefaultLaneMemory = 512 << 20
 
 // memoryFlag is a flag of a size in the docker CLI's units (512m, 2g).
 type memoryFlag struct{ v *int64 }
@@ -99,6 +105,10 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.sampler.TokenFile, "sampler-token-file", "", "file holding the sampler's token")
 	fs.StringVar(&c.sampler.CA, "sampler-ca", "", "CA file that signed an https sampler's certificate (default: the system's)")
 	fs.StringVar(&c.labsDir, "labs", "", "directory of extra lab files (the JSON of docs/labs.md), loaded at start and again whenever it changes")
+	c.defaultMem = DefaultLaneMemory
+	fs.Var(memoryFlag{&c.defaultMem}, "default-memory", "--memory of a lane that sets none, so that no service under load takes what it likes of the host; a Kubernetes lane keeps its QoS class (0: none)")
+	fs.IntVar(&c.keep.Runs, "keep-runs", workshop.DefaultKeepRuns, "ended runs the store keeps; older ones are removed as new ones end, never a live or the featured run (-1: no bound but -keep-days)")
+	keepDays := fs.Float64("keep-days", 0, "days an ended run is kept, however few runs there are (0: no bound but -keep-runs)")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -134,6 +144,10 @@ func parseFlags(args []string) (config, error) {
 			return c, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 		}
 	}
+	if c.keep.Runs == 0 || c.keep.Runs < -1 || *keepDays < 0 {
+		return c, fmt.Errorf("-keep-runs %d, -keep-days %g: want a number of runs of at least 1 (or -1: none), and days of 0 or more", c.keep.Runs, *keepDays)
+	}
+	c.keep.Age = time.Duration(*keepDays * 24 * float64(time.Hour))
 	if c.addressConns < 1 || c.maxConns < 1 {
 		return c, fmt.Errorf("-max-conns %d, -max-conns-per-address %d: want at least 1 each", c.maxConns, c.addressConns)
 	}

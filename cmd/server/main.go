@@ -167,7 +167,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	opts := workshop.Options{Instance: instance, Interval: cfg.interval, Log: log,
-		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas}
+		Store: st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas, Keep: cfg.keep, DefaultMemory: cfg.defaultMem}
 	// cluster is a Kubernetes cluster as engines of the pool: one, or one
 	// a node when it has several.
 	cluster := func(name string, a engine.KubernetesAddress) ([]workshop.PoolEngine, error) {

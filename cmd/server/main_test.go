@@ -213,7 +213,7 @@ func TestFlags(t *testing.T) {
 		t.Error("a 10ms sampling interval was accepted")
 	}
 	c, err := parseFlags(nil)
-	if err != nil || c.addr != "127.0.0.1:8080" || c.interval != 250*time.Millisecond {
+	if err != nil || c.addr != "127.0.0.1:8080" || c.interval != 250*time.Millisecond || c.defaultMem != 512<<20 || c.keep.Runs != 2000 {
 		t.Errorf("defaults %+v, %v", c, err)
 	}
 }

@@ -44,6 +44,9 @@ type HostInfo struct {
 	CgroupDriver     string
 	NCPU             int
 	MemTotal         int64
+	// DefaultMemory is the server's memory limit for a lane that sets
+	// none (none if zero): the server's setting, given to every engine.
+	DefaultMemory int64
 	// Limits is, for each limit flag, whether the host applies it; block
 	// IO weights and throttles as the probe container found them.
 	Limits map[string]Support
@@ -149,7 +152,7 @@ func (h HostInfo) SharesNote() string {
 
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
+	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal, DefaultMemory: h.DefaultMemory,
 		Kubernetes: h.Kubernetes(), Images: map[string]bool{}, CPUManager: h.CPUManager, CPUManagerNote: h.CPUManagerNote}
 	for name, present := range h.Images {
 		eh.Images[name] = present

@@ -128,6 +128,29 @@ func ResolvePod(pr PodResources, host Host) (Pod, Errors) {
 	return p, errs
 }
 
+// defaultMemory gives a pod with no memory limit the server's default (def,
+// none if zero), keeping its QoS class: a BestEffort pod is one on
+// purpose and stays one, and a Burstable pod whose memory request the API
+// server would default to the new limit, which could make it Guaranteed,
+// gets a request of its own below the limit.
+func (p *Pod) defaultMemory(def int64) {
+	if def <= 0 || p.LimitMemory > 0 || p.QoS == QoSBestEffort {
+		return
+	}
+	class := p.QoS
+	p.LimitMemory = max(def, p.RequestMemory)
+	if p.RequestMemory == 0 {
+		p.RequestMemory = p.LimitMemory
+		if qosOf(*p) != class {
+			p.RequestMemory = minMemory
+		}
+	}
+	if qosOf(*p) != class {
+		p.LimitMemory = p.RequestMemory + def
+	}
+	p.QoS = qosOf(*p)
+}
+
 func qosOf(p Pod) string {
 	switch {
 	case p.RequestMilliCPU == 0 && p.RequestMemory == 0 && p.LimitMilliCPU == 0 && p.LimitMemory == 0:

@@ -221,3 +221,45 @@ func TestPodKernelFiles(t *testing.T) {
 		t.Errorf("v2 weights %v, want 39 (linear) and 100 (quadratic)", weights)
 	}
 }
+
+// TestDefaultMemory: a lane that sets no memory limit gets the server's
+// default, on Docker and as a pod, and a pod keeps its QoS class.
+func TestDefaultMemory(t *testing.T) {
+	const def = 512 << 20
+	docker := Host{NCPU: 2, DefaultMemory: def}
+	kube := Host{NCPU: 2, DefaultMemory: def, Kubernetes: true}
+	for _, tc := range []struct {
+		name    string
+		lane    string
+		host    Host
+		limit   int64
+		request int64
+		qos     string
+	}{
+		{"an http lane on Docker", `{"workload": {"kind": "http", "work_us": 1000}}`, docker, def, 0, ""},
+		{"its own --memory", `{"workload": {"kind": "http", "work_us": 1000}, "limits": {"memory": "64m"}}`, docker, 64 << 20, 0, ""},
+		{"a reservation above the default", `{"workload": {"kind": "spin", "seconds": 1}, "limits": {"memory-reservation": "1g"}}`, docker, 1 << 30, 0, ""},
+		{"--cpus as a pod stays Burstable", `{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5"}}`, kube, def, minMemory, QoSBurstable},
+		{"a request only", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"cpu": "250m"}}}`, kube, def, def, QoSBurstable},
+		{"a memory request above the default, CPU limit", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"memory": "1Gi"}, "limits": {"cpu": "1"}}}`, kube, 1<<30 + def, 1 << 30, QoSBurstable},
+		{"BestEffort on purpose", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {}}`, kube, 0, 0, QoSBestEffort},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, errs := Parse([]byte(`{"lanes": [` + tc.lane + `]}`))
+			if errs != nil {
+				t.Fatal(errs)
+			}
+			plan, errs := Validate(spec, tc.host)
+			if errs != nil {
+				t.Fatal(errs)
+			}
+			l := plan.Lanes[0]
+			if l.Resources.Memory != tc.limit {
+				t.Errorf("memory limit %d, want %d", l.Resources.Memory, tc.limit)
+			}
+			if l.Pod != nil && (l.Pod.RequestMemory != tc.request || l.Pod.QoS != tc.qos) {
+				t.Errorf("pod %+v, want a memory request of %d and class %s", *l.Pod, tc.request, tc.qos)
+			}
+		})
+	}
+}

@@ -52,6 +52,11 @@ type Host struct {
 	// Guaranteed pod of whole CPUs gets CPUs of its own and no quota.
 	CPUManager     string
 	CPUManagerNote string
+	// DefaultMemory is the memory limit the server gives a lane that sets
+	// none (none if zero). A Kubernetes lane written as resources with no
+	// requests and no limits is a BestEffort pod on purpose, and keeps
+	// its class.
+	DefaultMemory int64
 }
 
 // Resources are a lane's limits resolved to the numbers the Engine API takes
@@ -414,6 +419,7 @@ func resolveLane(lane Lane, w Workload, host Host) (Resources, *Pod, Errors) {
 		if w.Kind == KindMem && p.LimitMemory == 0 && len(errs) == 0 {
 			errs = append(errs, FieldError{Field: "resources.limits.memory", Message: "a mem lane needs a memory limit in its resources"})
 		}
+		p.defaultMemory(host.DefaultMemory)
 		return p.Resources(), &p, errs
 	}
 	res, errs := ResolveLimits(lane.Limits, host)
@@ -426,9 +432,15 @@ func resolveLane(lane Lane, w Workload, host Host) (Resources, *Pod, Errors) {
 		res.Memory = int64(w.MB)<<20 + memHeadroom
 	}
 	if !host.Kubernetes {
+		if res.Memory == 0 && host.DefaultMemory > 0 {
+			// No lane takes what it likes of the host: the server's
+			// default, or the reservation it asks for if that is more.
+			res.Memory = max(host.DefaultMemory, res.MemoryReservation)
+		}
 		return res, nil, nil
 	}
 	p, errs := PodOf(res)
+	p.defaultMemory(host.DefaultMemory)
 	// What the pod's cgroup gets, which the model predicts from: no
 	// request is the 2 shares of a BestEffort pod, not Docker's 1024.
 	return p.Resources(), &p, errs

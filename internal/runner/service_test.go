@@ -11,13 +11,18 @@ import (
 
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
 
 // TestServiceUnderLoad runs an http service at half a CPU under a load
 // generator on the run's private network, beside an idle unlimited service.
+//
+// The idle service sets no memory limit: it gets the server's default
+// (-default-memory), read back from the engine and shown in its docker run
+// command.
 func TestServiceUnderLoad(t *testing.T) {
-	m := newTestManager(t)
+	m := enginetest.Manager(t, func(o *workshop.Options) { o.DefaultMemory = 256 << 20 })
 	eng, _, _ := realEngine(t)
 	r := startSpec(t, m, `{"name": "service", "mode": "parallel", "duration": "60s", "lanes": [
 	  {"name": "svc",  "workload": {"kind": "http", "work_us": 2000}, "limits": {"cpus": "0.5"}},
@@ -50,6 +55,16 @@ func TestServiceUnderLoad(t *testing.T) {
 		if string(body) == "ok\n" {
 			t.Error("the host reached the service on 127.0.0.1:8080")
 		}
+	}
+	idleIns, err := eng.ContainerInspect(ctx, "limitlab-"+r.ID()+"-2", client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem := idleIns.Container.HostConfig.Memory; mem != 256<<20 {
+		t.Errorf("the http lane without a memory limit has --memory %d on the engine, want the default 256m", mem)
+	}
+	if run := r.View().Lanes[2].DockerRun; !strings.Contains(run, "--memory 256m") {
+		t.Errorf("its docker run command does not show the default: %s", run)
 	}
 	abIns, err := eng.ContainerInspect(ctx, "limitlab-"+r.ID()+"-1", client.ContainerInspectOptions{})
 	if err != nil {

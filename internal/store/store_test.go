@@ -167,3 +167,53 @@ func TestReadersShareABoundedPool(t *testing.T) {
 		t.Errorf("%d idle connections kept, want at most %d", st.Idle, MaxIdleConns)
 	}
 }
+
+// TestPruneKeepsTheNewestEndedRuns: past the bound, ended runs go oldest
+// first with their messages; a live run and the featured one stay however
+// old they are.
+func TestPruneKeepsTheNewestEndedRuns(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	live := []string{"queued", "running"}
+	for i := range 10 {
+		state := "done"
+		switch i {
+		case 0:
+			state = "running"
+		case 1:
+			state = "queued"
+		}
+		id := fmt.Sprint("r", i)
+		s.SaveRun(Run{ID: id, Name: "run", State: state, CreatedAt: base.Add(time.Duration(i) * time.Hour), View: []byte(`{}`)})
+		s.Append(id, []byte("sample"))
+	}
+	if err := s.Feature("r2", base); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Prune(3, time.Time{}, live)
+	if err != nil || n != 4 {
+		t.Fatalf("pruned %d, %v; want the 4 ended runs r3-r6 beyond the newest 3", n, err)
+	}
+	ids := func() []string {
+		var out []string
+		rows, _ := s.List(Filter{Limit: 100})
+		for _, r := range rows {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := fmt.Sprint(ids()); got != "[r9 r8 r7 r2 r1 r0]" {
+		t.Errorf("kept %s; want the newest three ended, the featured r2 and the live r1, r0", got)
+	}
+	if msgs, _ := s.Messages("r4"); len(msgs) != 0 {
+		t.Errorf("a pruned run's %d messages stayed", len(msgs))
+	}
+	// By age: runs created before the time given go too.
+	if n, err := s.Prune(0, base.Add(8*time.Hour+time.Minute), live); err != nil || n != 2 {
+		t.Errorf("pruned %d by age, %v; want r7 and r8", n, err)
+	}
+	if got := fmt.Sprint(ids()); got != "[r9 r2 r1 r0]" {
+		t.Errorf("kept %s after pruning by age", got)
+	}
+}

@@ -1,9 +1,12 @@
 package workshop_test
 
 import (
+	"slices"
+
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/limitlab/limitlab/internal/enginetest"
 	"strings"
 	"sync"
 	"testing"
@@ -353,5 +356,50 @@ func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
 	}
 	if fake.Counts().Creates != 0 {
 		t.Error("a refused run created containers")
+	}
+	// An import is recorded as a run is, and refused alike.
+	e := workshop.Export{Format: workshop.ExportFormat, Version: 1}
+	if _, err := m.Archive().Import(e); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
+		t.Errorf("an import on a store without room: %v", err)
+	}
+}
+
+// TestFakeStoreKeepsItsBound: past Keep.Runs, the oldest ended runs are
+// removed as new ones end; the featured run stays.
+func TestFakeStoreKeepsItsBound(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = 10 * time.Millisecond
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := fakeManager(t, fake, workshop.Options{Store: st, Keep: workshop.Retention{Runs: 3}})
+	var ids []string
+	for i := range 7 {
+		r, err := fakeSubmit(t, m, "ann", fakeSpec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended(t, r)
+		ids = append(ids, r.ID())
+		if i == 0 {
+			if err := m.Featured().Feature(r.ID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var kept []string
+	enginetest.WaitFor(t, 10*time.Second, "the store to hold the newest three ended runs and the featured one", func() bool {
+		kept = kept[:0]
+		for _, v := range m.Archive().List("", 100) {
+			kept = append(kept, v.ID)
+		}
+		return len(kept) == 4
+	})
+	for _, id := range []string{ids[0], ids[4], ids[5], ids[6]} {
+		if !slices.Contains(kept, id) {
+			t.Errorf("run %s was removed; kept %v", id, kept)
+		}
 	}
 }

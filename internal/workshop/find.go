@@ -18,6 +18,11 @@ import (
 // ended; their probes are runs, kept in the store like any.
 const MaxSearches = 200
 
+// DefaultSearchDeadline bounds a whole search (each turn of one in turn
+// has its own): a search of the widest grid takes MaxProbes probes of a
+// minute at most, and waits its turns in the queue.
+const DefaultSearchDeadline = time.Hour
+
 // DefaultQuotaRetry is how often a probe that a quota refused is submitted
 // again: the participant's own run, or the queue, is in its way.
 const DefaultQuotaRetry = 2 * time.Second
@@ -45,6 +50,7 @@ type Search struct {
 	spec                     experiments.FindSpec
 	created                  time.Time
 	stop                     context.CancelFunc
+	deadline                 time.Duration // over the whole search
 
 	mu      sync.Mutex
 	b       *experiments.Bisection
@@ -111,13 +117,16 @@ type FindVerdict struct {
 
 // Start checks a search and starts it; its first probe is checked
 // against the engine before anything runs, so that a spec the engine
-// cannot run is refused at once with its fields named.
-func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, experiments.Errors) {
+// cannot run is refused at once with its fields named (experiments.Errors).
+// A participant runs one search at a time: a second is refused with a
+// *QuotaError.
+func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, error) {
 	return f.start(spec, participant, address, "")
 }
 
-// start starts a search; after is the search whose second turn it is.
-func (f *Finder) start(spec experiments.FindSpec, participant, address, after string) (*Search, experiments.Errors) {
+// start starts a search; after is the search whose second turn it is,
+// which may start while that one is still running.
+func (f *Finder) start(spec experiments.FindSpec, participant, address, after string) (*Search, error) {
 	b, errs := spec.Check()
 	if errs != nil {
 		return nil, errs
@@ -125,10 +134,17 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	if _, errs := f.m.Validate(spec.ProbeSpec(b.Max)); errs != nil {
 		return nil, errs
 	}
-	ctx, cancel := context.WithCancel(f.m.ctx)
+	deadline := cmp.Or(f.m.opts.SearchDeadline, DefaultSearchDeadline)
+	ctx, cancel := context.WithTimeout(f.m.ctx, deadline)
 	s := &Search{id: newID(), participant: participant, address: address, spec: spec, created: time.Now(), stop: cancel,
-		b: b, state: SearchRunning, after: after}
+		b: b, state: SearchRunning, after: after, deadline: deadline}
 	f.mu.Lock()
+	if other := f.runningLocked(participant, after); other != "" {
+		f.mu.Unlock()
+		cancel()
+		return nil, &QuotaError{Scope: "participant", Limit: "searches", Lane: -1, InUse: 1, Max: 1, Over: 1,
+			Text: fmt.Sprintf("you have a search running already (%s): one search at a time; stop it or wait for its answer", other)}
+	}
 	f.searches[s.id] = s
 	f.order = append(f.order, s)
 	for len(f.order) > MaxSearches && f.order[0].ended != (time.Time{}) {
@@ -149,6 +165,23 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 // ID is the search's id.
 func (s *Search) ID() string { return s.id }
 
+// runningLocked is the id of a search of the participant's that is still
+// running, but for except (a search whose second turn is starting).
+func (f *Finder) runningLocked(participant, except string) string {
+	for _, o := range f.order {
+		if o.participant != participant || o.id == except {
+			continue
+		}
+		o.mu.Lock()
+		running := o.state == SearchRunning
+		o.mu.Unlock()
+		if running {
+			return o.id
+		}
+	}
+	return ""
+}
+
 // run probes limit after limit until the bisection has its answer.
 func (f *Finder) run(ctx context.Context, s *Search) {
 	for {
@@ -168,7 +201,10 @@ func (f *Finder) run(ctx context.Context, s *Search) {
 		}
 		if err := f.probe(ctx, s, step); err != nil {
 			state := SearchFailed
-			if ctx.Err() != nil {
+			switch {
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				err = fmt.Errorf("the search ran past its deadline of %s; its probe under way was stopped", s.deadline)
+			case ctx.Err() != nil:
 				state = SearchStopped
 			}
 			s.end(state, err.Error())

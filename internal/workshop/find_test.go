@@ -39,9 +39,9 @@ func TestFakeSearchBisects(t *testing.T) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	s, errs := m.Finder().Start(fs, "ada", "")
-	if errs != nil {
-		t.Fatal(errs)
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	v := waitSearch(t, m.Finder(), s.ID())
 	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || math.Abs(v.Answer.Limit-0.65) > 1e-9 {
@@ -78,9 +78,9 @@ func TestFakeSearchBothInTurn(t *testing.T) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	s, errs := m.Finder().Start(fs, "ada", "")
-	if errs != nil {
-		t.Fatal(errs)
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	first := waitSearch(t, m.Finder(), s.ID())
 	if first.State != workshop.SearchDone || first.Answer == nil || !first.Answer.Found || first.Then == "" {
@@ -120,9 +120,9 @@ func TestFakeSearchWaitsItsTurnAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs, _ := experiments.ParseFind([]byte(searchSpec))
-	s, errs := m.Finder().Start(fs, "ada", "")
-	if errs != nil {
-		t.Fatal(errs)
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	enginetest.WaitFor(t, time.Minute, "the first probe to be queued after Ada's own run", func() bool {
 		v, _ := m.Finder().View(s.ID())
@@ -166,9 +166,9 @@ func rightSize(t testing.TB, m *workshop.Manager) workshop.SearchView {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	s, errs := m.Finder().Start(fs, "ada", "")
-	if errs != nil {
-		t.Fatal(errs)
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var v workshop.SearchView
 	enginetest.WaitFor(t, 15*time.Minute, "the search to end", func() bool {
@@ -225,9 +225,9 @@ func TestSearchInTurnOnTheRealEngine(t *testing.T) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	s, errs := m.Finder().Start(fs, "ada", "")
-	if errs != nil {
-		t.Fatal(errs)
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	wait := func(id string) workshop.SearchView {
 		var v workshop.SearchView
@@ -334,4 +334,34 @@ func sweep(b *testing.B, m *workshop.Manager) (minutes float64, met map[string]b
 		b.Logf("sweep at --cpus %s: p99 %.1f ms", experiments.LimitText("cpus", limit), load.LatencyMs.P99)
 	}
 	return time.Since(start).Minutes(), met
+}
+
+// TestFakeSearchHasADeadline: a search that runs past its deadline ends
+// failed saying so, and its probe under way is stopped.
+func TestFakeSearchHasADeadline(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	m := fakeManager(t, fake, workshop.Options{SearchDeadline: 300 * time.Millisecond})
+	fs, errs := experiments.ParseFind([]byte(searchSpec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	s, err := m.Finder().Start(fs, "ada", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitSearch(t, m.Finder(), s.ID())
+	if v.State != workshop.SearchFailed || !strings.Contains(v.Error, "deadline") {
+		t.Errorf("a search past its deadline: %s %q", v.State, v.Error)
+	}
+	for _, p := range v.Probes {
+		if rv, ok := m.Archive().View(p.Run); !ok || !rv.State.Ended() {
+			t.Errorf("probe %s still %v after the search's deadline", p.Run, rv.State)
+		}
+	}
+	// Its end frees the participant for another search.
+	if _, err := m.Finder().Start(fs, "ada", ""); err != nil {
+		t.Errorf("a search after the first ended: %v", err)
+	}
 }

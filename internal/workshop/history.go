@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -46,6 +47,41 @@ type Archive struct {
 	// them, oldest first.
 	live     func(id string) (*runner.Run, bool)
 	inMemory func() []*runner.Run
+	// minFree is the free disk an import needs, as a run does; keep the
+	// bound on the runs the store keeps.
+	minFree int64
+	keep    Retention
+}
+
+// Retention bounds the runs the store keeps: the newest Runs ended ones
+// (none if 0), and none older than Age (none if 0). A live run and the
+// featured one are always kept.
+type Retention struct {
+	Runs int
+	Age  time.Duration
+}
+
+// DefaultKeepRuns is how many ended runs the store keeps unless told: a
+// workshop's week of runs in about a gigabyte of a laptop's disk (a run
+// of two lanes for a minute is about 0.3 MB, a long twelve-lane one 40).
+const DefaultKeepRuns = 2000
+
+// prune removes the ended runs beyond the archive's bound, oldest first.
+func (a *Archive) prune() {
+	if a.st == nil {
+		return
+	}
+	var before time.Time
+	if a.keep.Age > 0 {
+		before = time.Now().Add(-a.keep.Age)
+	}
+	n, err := a.st.Prune(a.keep.Runs, before, []string{string(runner.StateQueued), string(runner.StateRunning)})
+	switch {
+	case err != nil:
+		a.log.Error("store: prune", slog.Any("err", err))
+	case n > 0:
+		a.log.Info("store: removed the oldest ended runs", slog.Int("runs", n), slog.Int("keep_runs", a.keep.Runs), slog.Duration("keep_age", a.keep.Age))
+	}
 }
 
 // view is an ended run's view from the store.

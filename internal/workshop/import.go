@@ -38,6 +38,10 @@ func (a *Archive) Import(e Export) (string, error) {
 	if a.st == nil {
 		return "", errors.New("import: this server keeps no store")
 	}
+	// An import is recorded as a run is: the same check of the disk.
+	if err := a.st.Health(a.minFree); err != nil {
+		return "", fmt.Errorf("%w: import: %v", ErrStore, err)
+	}
 	if e.Format != ExportFormat || e.Version != 1 {
 		return "", invalid("import: not a Limit Lab run export (format %q, version %d; want %q, 1)", e.Format, e.Version, ExportFormat)
 	}
@@ -108,6 +112,7 @@ func (a *Archive) Import(e Export) (string, error) {
 	if err := a.st.Import(row, stream); err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}
+	a.prune()
 	return id, nil
 }
 

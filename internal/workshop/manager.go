@@ -46,15 +46,25 @@ type Options struct {
 	// (DefaultAddressRuns if zero; negative: no limit).
 	MaxQueue    int
 	AddressRuns int
-	// StoreMinFree is the free disk the store must have for a run to be
-	// taken (DefaultStoreMinFree if zero).
+	// StoreMinFree is the free disk the store must have for a run, or an
+	// import, to be taken (DefaultStoreMinFree if zero).
 	StoreMinFree int64
+	// DefaultMemory is the --memory of a lane that sets none (none if
+	// zero): a service under load may otherwise take what it likes of the
+	// host, and on Kubernetes its pod would be BestEffort.
+	DefaultMemory int64
+	// Keep bounds the ended runs the store keeps (Runs: DefaultKeepRuns
+	// if zero, none if negative).
+	Keep Retention
 	// CacheBytes bounds the ended runs' streams kept in memory for their
 	// viewers (DefaultCacheBytes if zero).
 	CacheBytes int64
 	// QuotaRetry is how often a search submits again a probe that a
 	// quota refused (DefaultQuotaRetry if zero).
 	QuotaRetry time.Duration
+	// SearchDeadline bounds a whole limit search, its probes' waits in
+	// the queue included (DefaultSearchDeadline if zero).
+	SearchDeadline time.Duration
 	// Pool, when set, are the engines runs are placed on, one run per
 	// engine at a time; the engine NewManager is given is then unused, and
 	// Image and Host are only the defaults of a pool none of whose
@@ -154,6 +164,10 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	if opts.AddressRuns == 0 {
 		opts.AddressRuns = DefaultAddressRuns
 	}
+	opts.Host.DefaultMemory = opts.DefaultMemory
+	if opts.Keep.Runs == 0 {
+		opts.Keep.Runs = DefaultKeepRuns
+	}
 	env := &runner.Env{Engine: eng, Image: opts.Image, Instance: opts.Instance, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
 	if opts.Store != nil {
 		env.Recorder = recorder{opts.Store}
@@ -168,10 +182,11 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 			return nil, false
 		}
 		return e.run, true
-	}, inMemory: m.inMemory}
+	}, inMemory: m.inMemory, minFree: opts.StoreMinFree, keep: opts.Keep}
 	m.Pool = &Pool{mu: &m.mu, opts: &m.opts, log: m.log, ctx: ctx, wg: &m.wg, onEvent: m.onEvent, cameUp: m.schedule}
 	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.archive.View(id); return ok })
 	m.archive.recover(m.featured)
+	m.archive.prune()
 	if opts.Pool == nil {
 		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
 			state: EngineReady, env: env, running: map[*entry]bool{}}

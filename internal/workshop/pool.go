@@ -183,6 +183,7 @@ func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 		p.fireLocked(pe, evPrepareFailed, err.Error())
 		return false
 	}
+	host.DefaultMemory = p.opts.DefaultMemory
 	pe.env = &runner.Env{Engine: pe.Engine, Backend: pe.driver(), Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, Log: p.log.With(slog.String("engine", pe.Name))}
 	if p.opts.Store != nil {
 		pe.env.Recorder = recorder{p.opts.Store}

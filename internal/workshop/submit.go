@@ -326,9 +326,10 @@ func (m *Manager) forget(e *entry) {
 		return // keep it in memory: it is the only whole copy
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.runs, e.run.ID())
 	if i := slices.Index(m.order, e); i >= 0 {
 		m.order = slices.Delete(m.order, i, i+1)
 	}
+	m.mu.Unlock()
+	m.archive.prune()
 }
