@@ -33,7 +33,7 @@ generate:
 
 # The packages that need no engine, and the workshop's fake-engine tests,
 # run first under the race detector (which needs cgo).
-RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake ./internal/benchdoc ./internal/labfiles
+RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake ./internal/benchdoc ./internal/labfiles ./internal/kube
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -skip '^TestGeneratorAgreesWithVegeta$$' $(RACE_PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine

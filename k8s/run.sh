@@ -36,7 +36,7 @@ trap finish EXIT
 # what the server needs of a cluster is what the README says, no more.
 up() {
   CPU_POLICY=${1:-none} IMAGES=$IMAGES bash k8s/cluster.sh up
-  kubectl apply -f deploy/kubernetes/rbac.yaml >/dev/null
+  kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/networkpolicy.yaml >/dev/null
   SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
   cp "$KUBECONFIG" "$SA_KUBECONFIG"
   KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
@@ -50,18 +50,29 @@ up() {
 # first cluster's; K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first.
 if [ "${K8S_ONLY:-}" != static ]; then
   up
-  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestLabThroughTheSampler)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
   # One package at a time: each takes the one node.
   go test -tags k8s -count=1 -p 1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
-  # The sampler beside the node, deployed as the README says, for the
-  # test that reads a run through it.
-  kubectl -n limitlab create secret generic limitlab-sampler --from-literal=token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >/dev/null
+  # The sampler beside the node, deployed as deploy/kubernetes/sampler.yaml
+  # says, over TLS with a CA of the test's own, for the tests that read a
+  # run through it and knock on it in clear.
+  certs=$(mktemp -d)
+  (
+    cd "$certs"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=limitlab-sampler-ca 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout tls.key -out tls.csr -subj /CN=limitlab-sampler 2>/dev/null
+    printf 'subjectAltName=DNS:limitlab-sampler\n' >san.ext
+    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 1 -extfile san.ext 2>/dev/null
+  )
+  kubectl -n limitlab-sampler create secret generic limitlab-sampler --from-literal=token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+    --from-file="$certs/tls.crt" --from-file="$certs/tls.key" --from-file="$certs/ca.crt" >/dev/null
+  rm -rf "$certs"
   kubectl apply -f deploy/kubernetes/sampler.yaml >/dev/null
-  kubectl -n limitlab set image daemonset/limitlab-sampler sampler="$WORKLOAD_IMAGE" >/dev/null
-  kubectl -n limitlab rollout status daemonset/limitlab-sampler --timeout=60s >/dev/null || { echo "k8s: FAIL: the sampler DaemonSet did not roll out" >&2; exit 1; }
-  go test -tags k8s -count=1 -timeout 10m -v -run '^TestLabThroughTheSampler$' ./internal/kube/
+  kubectl -n limitlab-sampler set image daemonset/limitlab-sampler sampler="$WORKLOAD_IMAGE" >/dev/null
+  kubectl -n limitlab-sampler rollout status daemonset/limitlab-sampler --timeout=60s >/dev/null || { echo "k8s: FAIL: the sampler DaemonSet did not roll out" >&2; exit 1; }
+  go test -tags k8s -count=1 -timeout 10m -v -run '^(TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ./internal/kube/
   bash k8s/cluster.sh down
 fi
 

@@ -28,6 +28,9 @@ type NewLane struct {
 	// Begin: the workload waits for the start barrier's file
 	// (wire.BeginPath) before its first unit of work.
 	Begin bool
+	// Deadline is the longest the run may last (its plan's duration): a
+	// pod is ended by kubelet past it, should the server be gone.
+	Deadline time.Duration
 }
 
 // Exit is how a lane ended, as its engine reports it.

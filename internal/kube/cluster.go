@@ -36,6 +36,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	node      string                    // the node runs take, chosen by Probe
 	takenBy   string                    // the run that holds the node (take)
+	stopRenew func()                    // stops the renewal of takenBy's lease, and waits
 	pending   map[string]engine.NewLane // created, not yet started: a pod starts when it is made
 	started   map[string]string         // a started pod's container id, by pod name
 	exclusive map[string]bool           // started pods with CPUs of their own (the static CPU manager)

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // run's own pods tolerate it). The node is labelled with the run
 // (engine.LabelRun) and the server's instance (engine.LabelInstance), so
 // that another Limit Lab server, or this one after a crash, knows whose
-// it is.
+// it is; whether the hold is alive is its lease's to say (lease.go).
 const TaintRun = "io.limitlab/run"
 
 // taken says whether the node is a run's, and whose.
@@ -26,11 +27,11 @@ func taken(n *corev1.Node) (runID, instance string, ok bool) {
 	return runID, n.Labels[engine.LabelInstance], ok
 }
 
-// updateNode reads the run's node, lets change alter it, and writes it
-// back if change says to, again on a conflicting write.
-func (c *Cluster) updateNode(ctx context.Context, change func(n *corev1.Node) (write bool, err error)) error {
+// updateNode reads a node, lets change alter it, and writes it back if
+// change says to, again on a conflicting write.
+func (c *Cluster) updateNode(ctx context.Context, node string, change func(n *corev1.Node) (write bool, err error)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.cs.CoreV1().Nodes().Get(ctx, c.Node(), metav1.GetOptions{})
+		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -47,14 +48,35 @@ func withoutRunTaint(ts []corev1.Taint) []corev1.Taint {
 	return slices.DeleteFunc(ts, func(t corev1.Taint) bool { return t.Key == TaintRun })
 }
 
-// take marks the node as runID's for its time. A node another run holds
-// is refused, naming the run and its server.
+// unmark takes a run's label and taint off the node, if whose says the
+// node's mark is the one to take off.
+func (c *Cluster) unmark(ctx context.Context, node string, whose func(*corev1.Node) bool) error {
+	err := c.updateNode(ctx, node, func(n *corev1.Node) (bool, error) {
+		_, _, labelled := taken(n)
+		if !labelled && len(withoutRunTaint(slices.Clone(n.Spec.Taints))) == len(n.Spec.Taints) || !whose(n) {
+			return false, nil
+		}
+		delete(n.Labels, engine.LabelRun)
+		delete(n.Labels, engine.LabelInstance)
+		n.Spec.Taints = withoutRunTaint(n.Spec.Taints)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube: give back node %s: %w", node, err)
+	}
+	return nil
+}
+
+// take holds the node for runID's time: its lease first (lease.go), which
+// refuses a node another live run holds, naming the run and its server;
+// then the label and taint that keep the scheduler's other pods away. The
+// lease is renewed until release.
 func (c *Cluster) take(ctx context.Context, runID string) error {
 	node := c.Node()
-	err := c.updateNode(ctx, func(n *corev1.Node) (bool, error) {
-		if id, inst, ok := taken(n); ok && id != runID {
-			return false, fmt.Errorf("node %s is taken by run %s of the Limit Lab server %s", node, id, inst)
-		}
+	if err := c.claim(ctx, node, runID); err != nil {
+		return fmt.Errorf("kube: take node %s for run %s: %w", node, runID, err)
+	}
+	err := c.updateNode(ctx, node, func(n *corev1.Node) (bool, error) {
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
@@ -63,29 +85,56 @@ func (c *Cluster) take(ctx context.Context, runID string) error {
 		return true, nil
 	})
 	if err != nil {
+		_ = c.dropLease(context.WithoutCancel(ctx), node, holder{c.instance, runID})
 		return fmt.Errorf("kube: take node %s for run %s: %w", node, runID, err)
 	}
+	if err := c.isolate(ctx, runID); err != nil {
+		_ = c.release(context.WithoutCancel(ctx), runID)
+		return err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	// The renewer lives until release stops it, or the lease is lost.
+	go func() {
+		defer close(done)
+		c.renew(rctx, node, runID, LeaseTTL/3)
+	}()
 	c.mu.Lock()
-	c.takenBy = runID
+	c.takenBy, c.stopRenew = runID, func() { stop(); <-done }
 	c.mu.Unlock()
 	return nil
 }
 
-// release gives the node back: its run's label and taint go, if runID
-// (or, with runID empty, any run of this server) still holds it.
+// release gives the node back: its run's label, taint and lease go, if
+// runID (or, with runID empty, any run of this server) still holds it.
 func (c *Cluster) release(ctx context.Context, runID string) error {
-	err := c.updateNode(ctx, func(n *corev1.Node) (bool, error) {
+	c.mu.Lock()
+	stop := c.stopRenew
+	if runID == "" || c.takenBy == runID {
+		c.stopRenew = nil
+	} else {
+		stop = nil
+	}
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	node := c.Node()
+	held := runID // the run whose mark goes: with runID empty, whichever of ours
+	err := c.unmark(ctx, node, func(n *corev1.Node) bool {
 		id, inst, ok := taken(n)
-		if !ok || inst != c.instance || runID != "" && id != runID {
-			return false, nil // not ours to give back
+		mine := ok && inst == c.instance && (runID == "" || id == runID)
+		if mine {
+			held = id
 		}
-		delete(n.Labels, engine.LabelRun)
-		delete(n.Labels, engine.LabelInstance)
-		n.Spec.Taints = withoutRunTaint(n.Spec.Taints)
-		return true, nil
+		return mine
 	})
+	err = errors.Join(err, c.dropLease(ctx, node, holder{c.instance, runID}))
+	if held != "" {
+		err = errors.Join(err, c.unisolate(ctx, held))
+	}
 	if err != nil {
-		return fmt.Errorf("kube: release node %s: %w", c.Node(), err)
+		return err
 	}
 	c.mu.Lock()
 	if runID == "" || c.takenBy == runID {
@@ -106,7 +155,7 @@ func (c *Cluster) ensureTaken(ctx context.Context, runID string, log *slog.Logge
 	if err := c.take(ctx, runID); err != nil {
 		return err
 	}
-	log.Info("node taken", slog.String("node", c.Node()), slog.String("run", runID))
+	log.Info("node taken", slog.String("node", c.Node()), slog.String("run", runID), slog.Duration("lease", LeaseTTL))
 	return nil
 }
 

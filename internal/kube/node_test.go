@@ -15,6 +15,7 @@ import (
 	"github.com/limitlab/limitlab/internal/kubetest"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -84,9 +85,16 @@ func TestARunTakesTheNode(t *testing.T) {
 		t.Errorf("after the run the node keeps %v %+v", n.Labels, n.Spec.Taints)
 	}
 
-	// Another server's run holds the node.
+	// Another server's run holds the node: its mark, and its lease, which
+	// it renews.
 	n.Labels[engine.LabelRun], n.Labels[engine.LabelInstance] = "elsewhere", "another-server"
 	if _, err := cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	who, ttl, now := "another-server/elsewhere", int32(kube.LeaseTTL/time.Second), metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "limitlab-node-" + n.Name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &who, LeaseDurationSeconds: &ttl, RenewTime: &now}}
+	if _, err := cs.CoordinationV1().Leases(kubetest.Namespace).Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -94,6 +102,7 @@ func TestARunTakesTheNode(t *testing.T) {
 		delete(n.Labels, engine.LabelRun)
 		delete(n.Labels, engine.LabelInstance)
 		_, _ = cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		_ = cs.CoordinationV1().Leases(kubetest.Namespace).Delete(context.Background(), lease.Name, metav1.DeleteOptions{})
 	})
 	r, err = m.Submit(spec, p, "")
 	if err != nil {
@@ -108,5 +117,27 @@ func TestARunTakesTheNode(t *testing.T) {
 	}
 	if n := leftPods(t, cs, r.ID()); n != 0 {
 		t.Errorf("%d pods of the refused run", n)
+	}
+
+	// That server dies: its lease is no longer renewed. Once it expired,
+	// the node is this server's to clear and take.
+	l, err := cs.CoordinationV1().Leases(kubetest.Namespace).Get(context.Background(), lease.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := metav1.NewMicroTime(time.Now().Add(-2 * kube.LeaseTTL))
+	l.Spec.RenewTime = &past
+	if _, err := cs.CoordinationV1().Leases(kubetest.Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = m.Submit(spec, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := enginetest.WaitDone(t, r, 2*time.Minute); v.State != runner.StateDone {
+		t.Errorf("a run on a node whose holder's lease expired: %s %q, lanes %+v", v.State, v.Error, v.Lanes)
+	}
+	if n := theNode(t, cs); n.Labels[engine.LabelRun] != "" || runTaint(n) != nil {
+		t.Errorf("the dead server's mark stayed: %v %+v", n.Labels, n.Spec.Taints)
 	}
 }

@@ -58,7 +58,7 @@ func (c *Cluster) pickNode(ctx context.Context) (corev1.Node, error) {
 		case !nodeReady(*n):
 			return corev1.Node{}, fmt.Errorf("kube: node %s is not Ready", c.pinned)
 		}
-		if err := c.heldElsewhere(*n); err != nil {
+		if err := c.clearStale(ctx, *n); err != nil {
 			return corev1.Node{}, err
 		}
 		return *n, nil
@@ -73,7 +73,7 @@ func (c *Cluster) pickNode(ctx context.Context) (corev1.Node, error) {
 		if !nodeReady(n) || n.Spec.Unschedulable {
 			continue
 		}
-		if err := c.heldElsewhere(n); err != nil {
+		if err := c.clearStale(ctx, n); err != nil {
 			held = err
 			continue
 		}
@@ -87,16 +87,6 @@ func (c *Cluster) pickNode(ctx context.Context) (corev1.Node, error) {
 	}
 	sort.Slice(ready, func(i, j int) bool { return ready[i].Name < ready[j].Name })
 	return ready[0], nil
-}
-
-// heldElsewhere says, as an error, that another Limit Lab server's run
-// holds the node: its engine takes no run until that one gives it back,
-// and the fair queue places runs on the other nodes meanwhile.
-func (c *Cluster) heldElsewhere(n corev1.Node) error {
-	if id, inst, ok := taken(&n); ok && inst != c.instance {
-		return fmt.Errorf("kube: node %s is taken by run %s of the Limit Lab server %s", n.Name, id, inst)
-	}
-	return nil
 }
 
 // pods lists the pods of the namespace with the label selector; on a

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,9 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs.CoordinationV1().Leases("limitlab").Create(ctx, fakeLease("here", "another/theirs", time.Now()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := here.Probe(ctx); err == nil || !strings.Contains(err.Error(), "taken by run theirs of the Limit Lab server another") {
 		t.Errorf("probe of a node another server's run holds: %v", err)
 	}
@@ -78,6 +82,9 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 	n, _ = cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
 	n.Labels = nil
 	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoordinationV1().Leases("limitlab").Delete(ctx, leaseName("here"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

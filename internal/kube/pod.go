@@ -8,6 +8,7 @@ package kube
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -27,11 +28,23 @@ const nobody = 65534
 // the workload prints its summary on SIGTERM and exits at once.
 const gracePeriod = 5
 
+// The local storage a lane's pod may use beside its disk workload's file:
+// its logs and the data volume's slack. Its root is read-only.
+const ephemeralStorage = 64 << 20
+
+// deadlineSlack is how long past its run's duration a pod may last before
+// kubelet ends it: the runner stops the run at its duration, so only a
+// pod whose server is gone meets this deadline.
+const deadlineSlack = 2 * time.Minute
+
 // PodSpec builds lane i's pod. Every field comes from the plan; args are
 // the workload's command line (a load lane's with its service's address).
 // The pod runs on node, never restarts, runs as nobody on a read-only root
 // without capabilities, privilege escalation, host namespaces or a
-// service-account token, under the runtime's seccomp profile.
+// service-account token, under the runtime's seccomp profile: the
+// restricted Pod Security Standard. Its local storage is bounded (an
+// ephemeral-storage limit, a size on every emptyDir) and so is its life
+// (activeDeadlineSeconds, from the run's duration).
 func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 	l := nl.Lane
 	yes, no := true, false
@@ -40,10 +53,24 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	tmpSize := resource.MustParse("16Mi")
 	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &tmpSize}}}}
+	storage := int64(ephemeralStorage)
 	if l.Workload.Disk() {
-		// A disk of the node's for the disk workloads, gone with the pod.
+		// A disk of the node's for the disk workloads, gone with the pod,
+		// as large as the workload's file and the slack.
+		dataSize := resource.NewQuantity(int64(l.Workload.MB)<<20+ephemeralStorage, resource.BinarySI)
+		storage += dataSize.Value()
 		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
-		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: dataSize}}})
+	}
+	resources := Requirements(*l.Pod)
+	if resources.Limits == nil {
+		resources.Limits = corev1.ResourceList{}
+	}
+	resources.Limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.BinarySI)
+	var deadline *int64
+	if nl.Deadline > 0 {
+		d := int64((nl.Deadline + deadlineSlack) / time.Second)
+		deadline = &d
 	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -55,6 +82,7 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 			NodeName:                      node,
 			Tolerations:                   []corev1.Toleration{toleration(nl.RunID)},
 			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
@@ -67,7 +95,7 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 				Image:           nl.Image,
 				ImagePullPolicy: corev1.PullNever,
 				Args:            args,
-				Resources:       Requirements(*l.Pod),
+				Resources:       resources,
 				VolumeMounts:    mounts,
 				SecurityContext: &corev1.SecurityContext{
 					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,

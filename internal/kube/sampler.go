@@ -15,13 +15,18 @@ import (
 )
 
 // The sampler beside each node (deploy/kubernetes/sampler.yaml): a
-// DaemonSet of `limitlab sampler` in the server's namespace, reading the
-// node's cgroup files from a read-only hostPath, and serving them on its
-// pod's address to whoever sends the token in its Secret.
+// DaemonSet of `limitlab sampler` in a namespace of its own, reading the
+// node's cgroup files from a read-only hostPath, and serving them over
+// TLS on its pod's address to whoever sends the token in its Secret. The
+// Secret holds the token, the sampler's certificate and key (for the name
+// SamplerServerName), and the CA that signed them, which the server
+// verifies the sampler with.
 const (
-	SamplerApp    = "limitlab-sampler" // its pods' app.kubernetes.io/name
-	SamplerSecret = "limitlab-sampler" // the Secret holding its token, under "token"
-	SamplerPort   = 7071
+	SamplerNamespace  = "limitlab-sampler"
+	SamplerApp        = "limitlab-sampler" // its pods' app.kubernetes.io/name
+	SamplerSecret     = "limitlab-sampler" // token, tls.crt, tls.key, ca.crt
+	SamplerServerName = "limitlab-sampler" // the name its certificate is for
+	SamplerPort       = 7071
 )
 
 // ReadThroughSampler makes the cluster read its pods' cgroup files
@@ -37,7 +42,7 @@ func (c *Cluster) ReadThroughSampler() {
 // address changed: its Running pod there, reached at its pod address with
 // the token from its Secret, which must answer a ping.
 func (c *Cluster) samplerOn(ctx context.Context, node string) (*sampler.Client, error) {
-	list, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{
+	list, err := c.cs.CoreV1().Pods(SamplerNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/name=" + SamplerApp,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
@@ -52,24 +57,28 @@ func (c *Cluster) samplerOn(ctx context.Context, node string) (*sampler.Client, 
 		}
 	}
 	if ip == "" {
-		return nil, fmt.Errorf("no sampler pod runs on node %s (deploy/kubernetes/sampler.yaml, in namespace %s)", node, c.ns)
+		return nil, fmt.Errorf("no sampler pod runs on node %s (deploy/kubernetes/sampler.yaml, in namespace %s)", node, SamplerNamespace)
 	}
-	address := "http://" + net.JoinHostPort(ip, strconv.Itoa(SamplerPort))
+	address := "https://" + net.JoinHostPort(ip, strconv.Itoa(SamplerPort))
 	c.mu.Lock()
 	smp := c.smp
 	c.mu.Unlock()
 	if smp != nil && smp.Address() == address {
 		return smp, smp.Ping(ctx)
 	}
-	sec, err := c.cs.CoreV1().Secrets(c.ns).Get(ctx, SamplerSecret, metav1.GetOptions{})
+	sec, err := c.cs.CoreV1().Secrets(SamplerNamespace).Get(ctx, SamplerSecret, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("the sampler's token: %w", err)
+		return nil, fmt.Errorf("the sampler's Secret: %w", err)
 	}
 	token := strings.TrimSpace(string(sec.Data["token"]))
 	if len(token) < sampler.MinToken {
-		return nil, fmt.Errorf("the sampler's token (Secret %s, key token) has under %d characters", SamplerSecret, sampler.MinToken)
+		return nil, fmt.Errorf("the sampler's token (Secret %s/%s, key token) has under %d characters", SamplerNamespace, SamplerSecret, sampler.MinToken)
 	}
-	smp, err = sampler.NewClient(address, token, "")
+	ca := sec.Data["ca.crt"]
+	if len(ca) == 0 {
+		return nil, fmt.Errorf("the sampler serves TLS on Kubernetes: its Secret %s/%s needs the CA that signed its certificate under ca.crt (deploy/kubernetes/sampler.yaml)", SamplerNamespace, SamplerSecret)
+	}
+	smp, err = sampler.NewClientTLS(address, token, ca, SamplerServerName)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,10 @@ package kube_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/kubetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/sampler"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -74,7 +79,7 @@ func TestLabThroughTheSampler(t *testing.T) {
 // read from its cgroup here.
 func samplerCPU(t testing.TB, cs kubernetes.Interface) (float64, string) {
 	t.Helper()
-	list, err := cs.CoreV1().Pods(kubetest.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + kube.SamplerApp})
+	list, err := cs.CoreV1().Pods(kube.SamplerNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + kube.SamplerApp})
 	if err != nil || len(list.Items) != 1 || len(list.Items[0].Status.ContainerStatuses) != 1 {
 		t.Fatalf("the sampler pod: %v, %v", list, err)
 	}
@@ -91,4 +96,43 @@ func samplerCPU(t testing.TB, cs kubernetes.Interface) (float64, string) {
 		t.Fatal(err)
 	}
 	return float64(c.CPUNs) / 1e9, p.Name
+}
+
+// TestTheSamplerAnswersOnlyOverTLS: on Kubernetes the sampler serves TLS
+// for its fixed name, with the certificate in its Secret. Plain http gets
+// no sampler; a client that does not know its CA is refused; the server's
+// client, with the CA from the Secret, is answered.
+func TestTheSamplerAnswersOnlyOverTLS(t *testing.T) {
+	_, cs := kubetest.Manager(t)
+	ctx := context.Background()
+	list, err := cs.CoreV1().Pods(kube.SamplerNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + kube.SamplerApp})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Status.PodIP == "" {
+		t.Fatalf("the sampler pod: %v, %v", list, err)
+	}
+	addr := net.JoinHostPort(list.Items[0].Status.PodIP, strconv.Itoa(kube.SamplerPort))
+	sec, err := cs.CoreV1().Secrets(kube.SamplerNamespace).Get(ctx, kube.SamplerSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(sec.Data["token"]))
+	hc := &http.Client{Timeout: 10 * time.Second}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/ping", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if res, err := hc.Do(req); err == nil {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			t.Errorf("plain http to the sampler: %d %s", res.StatusCode, b)
+		}
+	}
+	if _, err := hc.Get("https://" + addr + "/v1/ping"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("https without the sampler's CA: %v, want a certificate error", err)
+	}
+	smp, err := sampler.NewClientTLS("https://"+addr, token, sec.Data["ca.crt"], kube.SamplerServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := smp.Ping(ctx); err != nil {
+		t.Errorf("the server's client, with the CA and the name: %v", err)
+	}
 }

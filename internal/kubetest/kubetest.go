@@ -81,3 +81,19 @@ func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) 
 	})
 	return m, cs
 }
+
+// Admin is a client of the test cluster as its administrator
+// (LIMITLAB_ADMIN_KUBECONFIG), for a test that plays another party than
+// the server: a privileged pod's author, a node's other owner.
+func Admin(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	kc := os.Getenv("LIMITLAB_ADMIN_KUBECONFIG")
+	if kc == "" {
+		t.Fatal("LIMITLAB_ADMIN_KUBECONFIG names no cluster: run make test-k8s, which starts one")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}

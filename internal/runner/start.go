@@ -38,7 +38,7 @@ func (x *execution) createAll(ctx context.Context) bool {
 			r.mu.Unlock()
 		}
 		c, err := r.env.backend().Create(engineCtx, engine.NewLane{Instance: r.env.Instance, RunID: r.id, Index: i, Lane: l,
-			Image: r.env.Image, TargetID: targetID, ProgressFile: r.env.Host.ReadsProgressFiles(), Begin: x.barriers[i] != nil})
+			Image: r.env.Image, TargetID: targetID, ProgressFile: r.env.Host.ReadsProgressFiles(), Begin: x.barriers[i] != nil, Deadline: r.plan.Duration})
 		if c.ID != "" {
 			r.mu.Lock()
 			r.st.lanes[i].id = c.ID

@@ -46,6 +46,22 @@ func (c *Client) Close() error {
 // https:// with the CA file that signed its certificate; none: the
 // system's). The token is the one the sampler was started with.
 func NewClient(address, token, caFile string) (*Client, error) {
+	var pem []byte
+	if caFile != "" {
+		var err error
+		if pem, err = readSmall(caFile); err != nil {
+			return nil, fmt.Errorf("sampler: ca: %w", err)
+		}
+	}
+	return NewClientTLS(address, token, pem, "")
+}
+
+// NewClientTLS is the client of the sampler at address, whose https
+// certificate ca (PEM; nil: the system's CAs) signed for serverName (""
+// : the address's host). A sampler found by its pod's address has a
+// certificate for a fixed name, not for an address that changes with
+// every pod.
+func NewClientTLS(address, token string, ca []byte, serverName string) (*Client, error) {
 	u, err := url.Parse(address)
 	if err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
@@ -57,19 +73,19 @@ func NewClient(address, token, caFile string) (*Client, error) {
 		return nil, fmt.Errorf("sampler: the token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(token), MinToken)
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
-	if caFile != "" {
+	if ca != nil || serverName != "" {
 		if u.Scheme != "https" {
-			return nil, errors.New("sampler: a CA file is for an https:// sampler")
+			return nil, errors.New("sampler: a CA or a server name is for an https:// sampler")
 		}
-		pem, err := readSmall(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("sampler: ca: %w", err)
+		conf := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
+		if ca != nil {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(ca) {
+				return nil, errors.New("sampler: ca: no PEM certificate")
+			}
+			conf.RootCAs = pool
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("sampler: ca: no PEM certificate in %s", caFile)
-		}
-		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		hc.Transport = &http.Transport{TLSClientConfig: conf}
 	}
 	u.Path = ""
 	return &Client{base: u, token: token, http: hc}, nil

@@ -1,0 +1,152 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func fakeLease(node, who string, renewed time.Time) *coordinationv1.Lease {
+	ttl := int32(LeaseTTL / time.Second)
+	at := metav1.NewMicroTime(renewed)
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName(node), Namespace: "limitlab"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &who, LeaseDurationSeconds: &ttl, AcquireTime: &at, RenewTime: &at}}
+}
+
+// marked is a node with a run's label and taint.
+func marked(run, instance string) *corev1.Node {
+	n := fakeNode("n1", true, false, bootID)
+	n.Labels = map[string]string{engine.LabelRun: run, engine.LabelInstance: instance}
+	n.Spec.Taints = []corev1.Taint{{Key: TaintRun, Value: run, Effect: corev1.TaintEffectNoSchedule}}
+	return n
+}
+
+// TestHoldOf reads every kind of hold: a node's mark and its lease.
+func TestHoldOf(t *testing.T) {
+	now := time.Now()
+	tainted := fakeNode("n1", true, false, "")
+	tainted.Spec.Taints = []corev1.Taint{{Key: TaintRun, Value: "forged", Effect: corev1.TaintEffectNoSchedule}}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		lease *coordinationv1.Lease
+		want  hold
+		run   string
+	}{
+		{"a free node", fakeNode("n1", true, false, ""), nil, holdFree, ""},
+		{"our run, its lease live", marked("r1", "me"), fakeLease("n1", "me/r1", now), holdOurs, "r1"},
+		{"another server's run, its lease live", marked("r2", "them"), fakeLease("n1", "them/r2", now.Add(-LeaseTTL/2)), holdOthers, "r2"},
+		{"another server's run, its lease expired", marked("r2", "them"), fakeLease("n1", "them/r2", now.Add(-2*LeaseTTL)), holdStale, "r2"},
+		{"a mark without a lease", marked("r3", "them"), nil, holdStale, "r3"},
+		{"a forged taint alone", tainted, nil, holdStale, "forged"},
+		{"a live lease on a node not yet marked", fakeNode("n1", true, false, ""), fakeLease("n1", "them/r4", now), holdOthers, "r4"},
+		{"an expired lease and no mark", fakeNode("n1", true, false, ""), fakeLease("n1", "them/r4", now.Add(-time.Hour)), holdFree, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, h := holdOf(tc.node, tc.lease, "me", now)
+			if got != tc.want || h.run != tc.run {
+				t.Errorf("hold %s of run %q, want %s of %q", got, h.run, tc.want, tc.run)
+			}
+		})
+	}
+}
+
+// TestAForgedTaintWithAnExpiredLeaseIsCleared: a node marked by a server
+// that stopped renewing its lease (or never had one) is cleared by the
+// next server that looks, and taken; a live lease of another's is
+// refused, naming its run.
+func TestAForgedTaintWithAnExpiredLeaseIsCleared(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		lease *coordinationv1.Lease
+	}{
+		{"expired", fakeLease("n1", "dead-server/r9", time.Now().Add(-10*time.Minute))},
+		{"none", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewSimpleClientset(marked("r9", "dead-server"))
+			if tc.lease != nil {
+				_, _ = cs.CoordinationV1().Leases("limitlab").Create(ctx, tc.lease, metav1.CreateOptions{})
+			}
+			cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
+			if _, err := cl.pickNode(ctx); err != nil {
+				t.Fatalf("a node of a dead server's run: %v", err)
+			}
+			got, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if _, _, ok := taken(got); ok || len(got.Spec.Taints) != 0 {
+				t.Errorf("the dead server's mark stayed: %v %v", got.Labels, got.Spec.Taints)
+			}
+			if l, _ := cl.lease(ctx, "n1"); l != nil {
+				t.Errorf("the dead server's lease stayed: %+v", l.Spec)
+			}
+		})
+	}
+
+	// A live lease of another server's is refused, and left alone.
+	cs := fake.NewSimpleClientset(marked("r2", "them"))
+	_, _ = cs.CoordinationV1().Leases("limitlab").Create(ctx, fakeLease("n1", "them/r2", time.Now()), metav1.CreateOptions{})
+	cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
+	if _, err := cl.pickNode(ctx); err == nil || !strings.Contains(err.Error(), "taken by run r2 of the Limit Lab server them") {
+		t.Errorf("a node another server's live run holds: %v", err)
+	}
+	cl.node = "n1"
+	if err := cl.take(ctx, "mine"); err == nil || !strings.Contains(err.Error(), "taken by run r2") {
+		t.Errorf("taking it all the same: %v", err)
+	}
+	if got, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); got.Labels[engine.LabelRun] != "r2" {
+		t.Errorf("the other server's mark was changed: %v", got.Labels)
+	}
+}
+
+// TestALeaseIsRenewedUntilReleased: a run's lease names it, is renewed
+// while it holds the node, and goes with the node's mark when it is
+// released.
+func TestALeaseIsRenewedUntilReleased(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewSimpleClientset(fakeNode("n1", true, false, bootID))
+	cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
+	cl.node = "n1"
+	if err := cl.take(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := cl.lease(ctx, "n1")
+	if err != nil || l == nil || *l.Spec.HolderIdentity != "me/r1" {
+		t.Fatalf("lease after take: %+v %v", l, err)
+	}
+	first := l.Spec.RenewTime.Time
+	// The renewer's own pace is LeaseTTL/3; one run at a test's pace.
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); cl.renew(rctx, "n1", "r1", 10*time.Millisecond) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, _ = cl.lease(ctx, "n1")
+		if l.Spec.RenewTime.After(first) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if !l.Spec.RenewTime.After(first) {
+		t.Error("the lease was not renewed")
+	}
+	if err := cl.release(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := cl.lease(ctx, "n1"); l != nil {
+		t.Errorf("the lease after release: %+v", l.Spec)
+	}
+	n, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if _, _, ok := taken(n); ok || len(n.Spec.Taints) != 0 {
+		t.Errorf("the node after release: %v %v", n.Labels, n.Spec.Taints)
+	}
+}
