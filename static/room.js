@@ -47,8 +47,35 @@ function row(p) {
   }
   const state = p.state === "queued" && p.queue_position ? `queued (${p.queue_position})` : p.state || "no run yet";
   tr.append(cell(p.named ? p.label : `${p.label} (no name)`, "room-name"), cell(new Date(p.joined).toLocaleTimeString()), run,
-    cell(state, "room-state"), cell(stepText(p), "room-step"), cell(checkText(p), "room-check"));
+    cell(state, "room-state"), cell(stepText(p), "room-step"), cell(checkText(p), "room-check"), removeCell(p));
   return tr;
+}
+
+// removeCell is a row's Remove button: a first click asks, a second
+// removes the participant for good (their queued runs end with them).
+function removeCell(p) {
+  const td = document.createElement("td");
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = "Remove";
+  b.dataset.testid = "room-remove";
+  b.addEventListener("click", async () => {
+    if (b.dataset.armed !== "true") {
+      b.dataset.armed = "true";
+      b.textContent = `Remove ${p.label} for good?`;
+      return;
+    }
+    b.disabled = true;
+    const res = await fetch(`/api/presenter/room/${encodeURIComponent(p.ref)}/remove`, {
+      method: "POST", headers: { Authorization: `Bearer ${token()}`, "Content-Type": "application/json" },
+    });
+    const answer = await res.json().catch(() => ({}));
+    status.textContent = res.ok
+      ? `Removed ${p.label}; ${answer.queued_runs_ended} queued run(s) ended.`
+      : `Removing ${p.label}: ${answer.errors?.[0]?.message || res.statusText}`;
+  });
+  td.appendChild(b);
+  return td;
 }
 
 function connect() {

@@ -120,4 +120,18 @@ func TestBrowserRoomView(t *testing.T) {
 	if status, _ := call(t, &http.Client{Timeout: 10 * time.Second}, "GET", srv.URL+"/api/presenter/room.csv", ""); status != http.StatusUnauthorized {
 		t.Errorf("the room's CSV without the token: %d", status)
 	}
+
+	// The presenter removes Linus: a first click asks, a second removes.
+	linus := `document.querySelector('tr[data-testid="room-row"][data-participant="Linus"] [data-testid="room-remove"]')`
+	err = chromedp.Do(ctx,
+		void(chromedp.Evaluate[bool](`(() => { `+linus+`.click(); return true; })()`)),
+		void(chromedp.Poll[bool](linus+`.textContent.includes("for good")`, chromedp.WithPollingTimeout(10*time.Second))),
+		void(chromedp.Evaluate[bool](`(() => { `+linus+`.click(); return true; })()`)),
+		void(chromedp.Poll[bool](`document.querySelectorAll('tr[data-testid="room-row"]').length === 2 && !document.querySelector('tr[data-participant="Linus"]')`,
+			chromedp.WithPollingTimeout(30*time.Second))),
+	)
+	if err != nil {
+		rows := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('tr[data-testid="room-row"]')).map((r) => r.textContent)`))
+		t.Fatalf("removing Linus from the room view: %v; rows %q", err, rows)
+	}
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -201,19 +205,41 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 	planted := `{"format": "limitlab-run", "version": 1, "run": {"name": "x", "spec": {"lanes": [{"name": "a", "workload": {"kind": "md5"}}]},
 		"state": "done", "lanes": [{"name": "a", "state": "exited", "docker_run": "docker run --privileged -v /:/host x"}],
 		"changes": [{"lane": 7}]}, "stream": []}`
+	// A cookie minted as the join proof once was: an HMAC of an id the
+	// client chose, keyed with the code. The server signs the ids it
+	// issues with a secret of its own, so this is nobody.
+	minted := func() (int, []byte, error) {
+		id := make([]byte, 16)
+		_, _ = crand.Read(id)
+		mac := hmac.New(sha256.New, []byte(joinCode))
+		mac.Write([]byte(hex.EncodeToString(id)))
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/runs", strings.NewReader(smallRun()))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Cookie", "limitlab_participant="+hex.EncodeToString(id)+"; limitlab_join="+hex.EncodeToString(mac.Sum(nil)))
+		res, err := (&http.Client{Timeout: cl.Timeout, Transport: cl.Transport}).Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		res.Body.Close()
+		return res.StatusCode, nil, nil
+	}
+	guesses := 0
 	attacks := []struct {
 		name string
 		do   func() (int, []byte, error)
 		want int
+		// also is another answer that refuses as well: 429 once the
+		// address is locked out for wrong secrets.
+		also int
 	}{
-		{"64 KiB of --cpus 1e999999", func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs", huge) }, http.StatusBadRequest},
+		{"64 KiB of --cpus 1e999999", func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs", huge) }, http.StatusBadRequest, 0},
 		{"two 16 GiB mem lanes", func() (int, []byte, error) {
 			return post(ctx, cl, base+"/api/runs", `{"lanes": [{"name": "a", "workload": {"kind": "mem", "mb": 16384}}, {"name": "b", "workload": {"kind": "mem", "mb": 16384}}]}`)
-		}, http.StatusBadRequest},
+		}, http.StatusBadRequest, 0},
 		{"keys that differ by case", func() (int, []byte, error) {
 			return post(ctx, cl, base+"/api/runs", `{"Lanes": [{"workload": {"kind": "md5"}}]}`)
-		}, http.StatusBadRequest},
-		{importAttack, func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs/import", planted) }, http.StatusBadRequest},
+		}, http.StatusBadRequest, 0},
+		{importAttack, func() (int, []byte, error) { return post(ctx, cl, base+"/api/runs/import", planted) }, http.StatusBadRequest, http.StatusTooManyRequests},
 		{"a form post without Origin", func() (int, []byte, error) {
 			res, err := cl.Post(base+"/api/runs", "text/plain", strings.NewReader(smallRun()))
 			if err != nil {
@@ -221,7 +247,7 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 			}
 			res.Body.Close()
 			return res.StatusCode, nil, nil
-		}, http.StatusForbidden},
+		}, http.StatusForbidden, 0},
 		{"a wrong presenter token", func() (int, []byte, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/queue/clear", nil)
 			req.Header.Set("Authorization", "Bearer guess")
@@ -231,8 +257,13 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 			}
 			res.Body.Close()
 			return res.StatusCode, nil, nil
-		}, http.StatusUnauthorized},
-		{"a body that never arrives", func() (int, []byte, error) { return slowBody(ctx, base) }, 0},
+		}, http.StatusUnauthorized, http.StatusTooManyRequests},
+		{"a body that never arrives", func() (int, []byte, error) { return slowBody(ctx, base) }, 0, 0},
+		{"a minted identity", minted, http.StatusForbidden, 0},
+		{"a guessed join code", func() (int, []byte, error) {
+			guesses++
+			return post(ctx, &http.Client{Timeout: cl.Timeout, Transport: cl.Transport}, base+"/api/join", fmt.Sprintf(`{"code": "soak-room-%04d"}`, guesses%10000))
+		}, http.StatusForbidden, http.StatusTooManyRequests},
 	}
 	// A hostile participant is in the room: it has the join code, so its
 	// inputs reach the checks they must fail.
@@ -246,7 +277,7 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 		if err != nil && ctx.Err() != nil {
 			return
 		}
-		r.hostile(a.name, status, status == a.want || (a.name == importAttack && status == http.StatusTooManyRequests), time.Since(start))
+		r.hostile(a.name, status, status == a.want || (a.also != 0 && status == a.also), time.Since(start))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -23,11 +24,55 @@ type Proxy struct {
 	Pool *x509.CertPool // trusts its certificate
 }
 
+// WorkshopDoc is the document, from the repository's root, whose nginx
+// block the tests and the soak run: what it tells a facilitator is what
+// is tested.
+const WorkshopDoc = "docs/workshops.md"
+
+// DocNginxLocation is the nginx location block of WorkshopDoc (its one
+// ```nginx block), proxying to upstream (host:port) in place of the
+// dashboard's address it names.
+func DocNginxLocation(upstream string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory: run from the repository")
+		}
+		dir = parent
+	}
+	b, err := os.ReadFile(filepath.Join(dir, WorkshopDoc))
+	if err != nil {
+		return "", err
+	}
+	_, rest, ok := strings.Cut(string(b), "```nginx\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		return "", fmt.Errorf("%s has no ```nginx block", WorkshopDoc)
+	}
+	const dashboard = "http://127.0.0.1:8080"
+	if !strings.Contains(block, dashboard) {
+		return "", fmt.Errorf("%s's nginx block does not proxy to %s", WorkshopDoc, dashboard)
+	}
+	return strings.ReplaceAll(block, dashboard, "http://"+upstream), nil
+}
+
 // StartNginx runs nginx with TLS on 127.0.0.1:port in front of upstream
-// (host:port), with a self-signed certificate written into dir. It sets
-// the forwarding headers a proxy in front of Limit Lab must set. No nginx
-// on the machine is an error that says how to install it.
+// (host:port), with a self-signed certificate written into dir, and the
+// location block of the workshop document (DocNginxLocation): the
+// forwarding headers a proxy in front of Limit Lab must set. No nginx on
+// the machine is an error that says how to install it.
 func StartNginx(dir string, port int, upstream string) (*Proxy, error) {
+	location, err := DocNginxLocation(upstream)
+	if err != nil {
+		return nil, err
+	}
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		bin = "/usr/sbin/nginx"
@@ -53,19 +98,10 @@ http {
     listen 127.0.0.1:%[2]d ssl;
     ssl_certificate %[3]s;
     ssl_certificate_key %[4]s;
-    location / {
-      proxy_pass http://%[5]s;
-      proxy_http_version 1.1;
-      proxy_read_timeout 1h;
-      proxy_set_header Host $host:$server_port;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-    }
+%[5]s
   }
 }
-`, dir, port, cert, key, upstream)
+`, dir, port, cert, key, location)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		return nil, err
