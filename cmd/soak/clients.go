@@ -259,7 +259,8 @@ func hostile(ctx context.Context, cl *http.Client, base string, r *report) {
 			return res.StatusCode, nil, nil
 		}, http.StatusUnauthorized, http.StatusTooManyRequests},
 		{"a body that never arrives", func() (int, []byte, error) { return slowBody(ctx, base) }, 0, 0},
-		{"a minted identity", minted, http.StatusForbidden, 0},
+		// 429 once the address has made too many new participants.
+		{"a minted identity", minted, http.StatusForbidden, http.StatusTooManyRequests},
 		{"a guessed join code", func() (int, []byte, error) {
 			guesses++
 			return post(ctx, &http.Client{Timeout: cl.Timeout, Transport: cl.Transport}, base+"/api/join", fmt.Sprintf(`{"code": "soak-room-%04d"}`, guesses%10000))
