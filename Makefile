@@ -1,6 +1,6 @@
 # Limit Lab. `make run` starts the dashboard, `make test` runs every test.
 # Both need a Docker Engine; the tests also need Chromium and qemu (see
-# README).
+# docs/testing.md).
 
 export CGO_ENABLED := 0
 GO ?= go
@@ -94,7 +94,7 @@ soak: build
 # What Limit Lab costs the host against `docker stats`, for the same twelve
 # containers: three rounds of three 20 s windows, into docs/benchmarks.md.
 # The dashboard on a pool of three dockerd started beside this machine's
-# own (README: More than one host); interrupt it to stop them all.
+# own (docs/deploying.md: More than one host); interrupt it to stop them all.
 pool-demo: build
 	$(GO) run ./cmd/pooldemo -bin bin/limitlab
 

@@ -199,7 +199,7 @@ up() {
   start kube-apiserver kube-apiserver --etcd-servers=http://127.0.0.1:23790 \
     --bind-address=127.0.0.1 --secure-port=$API_PORT --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$p/ca.crt" \
-    --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+    --token-auth-file="$p/tokens.csv" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$p/sa.pub" \
     --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.97.0.0/24 \
     --kubelet-preferred-address-types=InternalIP \

@@ -33,7 +33,7 @@ trap finish EXIT
 
 # up: a cluster, and the server's service account as deploy/kubernetes/
 # rbac.yaml gives it, with a token of an hour: the suite runs as that, so
-# what the server needs of a cluster is what the README says, no more.
+# what the server needs of a cluster is what deploy/kubernetes/ gives, no more.
 up() {
   CPU_POLICY=${1:-none} IMAGES=$IMAGES bash k8s/cluster.sh up
   kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/networkpolicy.yaml >/dev/null

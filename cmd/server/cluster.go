@@ -47,7 +47,7 @@ func prepareCluster(ctx context.Context, cl *kube.Cluster, bin string, st *store
 	if ok, err := cl.HasImage(ctx, image); err != nil {
 		return host, "", err
 	} else if !ok {
-		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (README: Kubernetes)", host.Node, image)
+		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (docs/deploying.md: On Kubernetes)", host.Node, image)
 	}
 	log.Info("kubernetes node", slog.String("node", host.Node), slog.String("kubelet", host.APIVersion),
 		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image),

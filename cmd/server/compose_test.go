@@ -16,7 +16,7 @@ import (
 )
 
 // composeImage finds docker-compose and builds limitlab:local as the
-// README says (make image: FROM scratch, nothing pulled); it returns
+// docs/deploying.md says (make image: FROM scratch, nothing pulled); it returns
 // docker-compose and the repository's root.
 func composeImage(t *testing.T) (compose, root string) {
 	t.Helper()
@@ -33,7 +33,7 @@ func composeImage(t *testing.T) (compose, root string) {
 	return compose, root
 }
 
-// TestComposeDeployment builds the image as the README says (make image:
+// TestComposeDeployment builds the image as the docs/deploying.md says (make image:
 // FROM scratch, nothing pulled), brings docker-compose.yml up, checks that
 // the dashboard reads cgroup files and runs a lab to its verdict, brings
 // it down, and checks that nothing is left: no dashboard, no experiment

@@ -268,7 +268,7 @@ func run(ctx context.Context, args []string) error {
 	// The listener lives until Shutdown.
 	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && !isLoopback(h) && cfg.tlsCert == "" && len(cfg.proxies) == 0 {
 		log.Warn("the dashboard listens beyond this machine over plain http: the join code and the presenter token cross the network in clear. " +
-			"Serve it over https (-tls-cert, -tls-key), or behind a TLS proxy (-trusted-proxies), or on loopback only (README: Running a workshop safely)")
+			"Serve it over https (-tls-cert, -tls-key), or behind a TLS proxy (-trusted-proxies), or on loopback only (docs/workshops.md)")
 	}
 	lo := web.ListenOptions{MaxConns: cfg.maxConns, PerAddress: cfg.addressConns, TrustedProxies: cfg.proxies}
 	go func() {

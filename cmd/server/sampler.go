@@ -15,7 +15,7 @@ import (
 )
 
 // samplerMain runs `limitlab sampler`: the cgroup files of the engine's
-// host, served to a dashboard on another (README: More than one host).
+// host, served to a dashboard on another (docs/deploying.md: More than one host).
 func samplerMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("limitlab sampler", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:7071", "address to serve the dashboard on")

@@ -197,7 +197,7 @@ func startServer(ctx context.Context, bin string) (*server, error) {
 		return nil, err
 	}
 	s := &server{base: "http://" + addr, dir: dir, done: make(chan error, 1)}
-	// A room as the README's workshop runs it: a join code, the proxy in
+	// A room as docs/workshops.md runs it: a join code, the proxy in
 	// front trusted, the participants' quota of one run each.
 	s.cmd = exec.Command(bin, "-addr", addr, "-data", filepath.Join(dir, "data"), "-trusted-proxies", "127.0.0.1")
 	s.cmd.Env = append(os.Environ(), "LIMITLAB_PRESENTER_TOKEN="+presenterToken, "LIMITLAB_JOIN_CODE="+joinCode)

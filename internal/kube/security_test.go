@@ -53,7 +53,7 @@ func TestTheRestrictedNamespaceAdmitsTheLanes(t *testing.T) {
 			t.Errorf("emptyDir %s has no sizeLimit", v.Name)
 		}
 	}
-	if _, err := cs.NetworkingV1().NetworkPolicies(kubetest.Namespace).Get(ctx, "limitlab-run-"+r.ID(), metav1.GetOptions{}); err != nil {
+	if _, err := admin.NetworkingV1().NetworkPolicies(kubetest.Namespace).Get(ctx, "limitlab-run-"+r.ID(), metav1.GetOptions{}); err != nil {
 		t.Errorf("the run's NetworkPolicy while it runs: %v", err)
 	}
 	l, err := cs.CoordinationV1().Leases(kubetest.Namespace).Get(ctx, "limitlab-node-"+theNode(t, cs).Name, metav1.GetOptions{})
@@ -64,22 +64,27 @@ func TestTheRestrictedNamespaceAdmitsTheLanes(t *testing.T) {
 	if v.State != runner.StateDone {
 		t.Errorf("the run in the restricted namespace: %s %s", v.State, v.Error)
 	}
-	if _, err := cs.NetworkingV1().NetworkPolicies(kubetest.Namespace).Get(ctx, "limitlab-run-"+r.ID(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := admin.NetworkingV1().NetworkPolicies(kubetest.Namespace).Get(ctx, "limitlab-run-"+r.ID(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the run's NetworkPolicy after it: %v", err)
 	}
 	if _, err := cs.CoordinationV1().Leases(kubetest.Namespace).Get(ctx, "limitlab-node-"+theNode(t, cs).Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the node's lease after the run: %v", err)
 	}
 
+	// The cluster allows privileged pods (kube-apiserver
+	// --allow-privileged, as most do); the namespace does not, nor a pod
+	// that leaves its security context unset.
 	yes := true
-	priv := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged-intruder"}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "c", Image: engine.OCIRepo, SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}}}
-	_, err = admin.CoreV1().Pods(kubetest.Namespace).Create(ctx, priv, metav1.CreateOptions{})
-	if err == nil {
-		_ = admin.CoreV1().Pods(kubetest.Namespace).Delete(ctx, priv.Name, metav1.DeleteOptions{})
-	}
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
-		t.Errorf("a privileged pod in the lanes' namespace: %v, want it forbidden by PodSecurity", err)
+	for name, sc := range map[string]*corev1.SecurityContext{"privileged": {Privileged: &yes}, "unhardened": nil} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-intruder"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: engine.OCIRepo, SecurityContext: sc}}}}
+		_, err := admin.CoreV1().Pods(kubetest.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err == nil {
+			_ = admin.CoreV1().Pods(kubetest.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		}
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "restricted`) {
+			t.Errorf("a %s pod in the lanes' namespace: %v, want it forbidden by PodSecurity", name, err)
+		}
 	}
 }
 
