@@ -44,77 +44,6 @@ func newFinder(m *Manager) *Finder {
 	return &Finder{m: m, log: m.log, searches: map[string]*Search{}}
 }
 
-// Search is one limit search.
-type Search struct {
-	id, participant, address string
-	spec                     experiments.FindSpec
-	created                  time.Time
-	stop                     context.CancelFunc
-	deadline                 time.Duration // over the whole search
-
-	mu      sync.Mutex
-	b       *experiments.Bisection
-	probes  []ProbeView
-	state   string
-	err     string
-	current string // the probe run under way
-	ended   time.Time
-	// then is the search of the second turn, started when this one found
-	// its answer; after, the search whose answer this one holds fixed.
-	then, after string
-}
-
-// The states of a search.
-const (
-	SearchRunning = "running"
-	SearchDone    = "done"
-	SearchFailed  = "failed"
-	SearchStopped = "stopped"
-)
-
-// ProbeView is one probe: a limit, its run and what it measured.
-type ProbeView struct {
-	Step   int                   `json:"step"`
-	Limit  float64               `json:"limit"`
-	Text   string                `json:"limit_text"`
-	Run    string                `json:"run"`
-	State  string                `json:"state"`
-	Result *experiments.ProbeRun `json:"result,omitempty"`
-	Meets  *bool                 `json:"meets,omitempty"`
-}
-
-// SearchView is a search as the page and the API show it.
-type SearchView struct {
-	ID      string               `json:"id"`
-	Name    string               `json:"name"`
-	State   string               `json:"state"`
-	Error   string               `json:"error,omitempty"`
-	Spec    experiments.FindSpec `json:"spec"`
-	Created time.Time            `json:"created_at"`
-	Min     float64              `json:"min"`
-	Max     float64              `json:"max"`
-	Step    float64              `json:"resolution"`
-	// Needs is the model's floor for an open loop (rate × work, cores).
-	Needs  float64             `json:"model_needs_cores,omitempty"`
-	Probes []ProbeView         `json:"probes"`
-	Answer *experiments.Answer `json:"answer,omitempty"`
-	// Verdict compares the answer with the allotment model's floor.
-	Verdict   *FindVerdict                `json:"verdict,omitempty"`
-	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
-	// GridRuns is how many runs a sweep of every limit once would take.
-	GridRuns int `json:"grid_runs"`
-	// Then is the search of the second turn (the other limit, with this
-	// answer fixed); After, the search whose answer this one holds fixed.
-	Then  string `json:"then,omitempty"`
-	After string `json:"after,omitempty"`
-}
-
-// FindVerdict is a search's answer against the model.
-type FindVerdict struct {
-	Pass        bool   `json:"pass"`
-	Explanation string `json:"explanation"`
-}
-
 // Start checks a search and starts it; its first probe is checked
 // against the engine before anything runs, so that a spec the engine
 // cannot run is refused at once with its fields named (experiments.Errors).
@@ -147,7 +76,7 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	}
 	f.searches[s.id] = s
 	f.order = append(f.order, s)
-	for len(f.order) > MaxSearches && f.order[0].ended != (time.Time{}) {
+	for len(f.order) > MaxSearches && f.order[0].isEnded() {
 		delete(f.searches, f.order[0].id)
 		f.order = f.order[1:]
 	}
@@ -161,9 +90,6 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	}()
 	return s, nil
 }
-
-// ID is the search's id.
-func (s *Search) ID() string { return s.id }
 
 // runningLocked is the id of a search of the participant's that is still
 // running, but for except (a search whose second turn is starting).
@@ -192,22 +118,22 @@ func (f *Finder) run(ctx context.Context, s *Search) {
 		if done {
 			// The second turn, if any, starts before this one says it is
 			// done: its page links it from then on.
-			s.end(SearchDone, f.turn(s))
+			s.end(searchAnswered, f.turn(s))
 			return
 		}
 		if n >= experiments.MaxProbes {
-			s.end(SearchFailed, fmt.Sprintf("no answer within %d probes", experiments.MaxProbes))
+			s.end(searchFailed, fmt.Sprintf("no answer within %d probes", experiments.MaxProbes))
 			return
 		}
 		if err := f.probe(ctx, s, step); err != nil {
-			state := SearchFailed
 			switch {
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
-				err = fmt.Errorf("the search ran past its deadline of %s; its probe under way was stopped", s.deadline)
+				s.end(searchPastDeadline, fmt.Sprintf("the search ran past its deadline of %s; its probe under way was stopped", s.deadline))
 			case ctx.Err() != nil:
-				state = SearchStopped
+				s.end(searchStopped, err.Error())
+			default:
+				s.end(searchFailed, err.Error())
 			}
-			s.end(state, err.Error())
 			return
 		}
 	}
@@ -241,9 +167,8 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 		}
 		break
 	}
-	pv := ProbeView{Step: step, Limit: limit, Text: experiments.LimitText(s.spec.Search.Limit, limit), Run: run.ID(), State: string(runner.StateQueued)}
 	s.mu.Lock()
-	s.probes = append(s.probes, pv)
+	s.probes = append(s.probes, probeRecord{step: step, limit: limit, run: run.ID()})
 	k := len(s.probes) - 1
 	s.current = run.ID()
 	s.mu.Unlock()
@@ -258,14 +183,14 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.current = ""
-	s.probes[k].State = string(v.State)
+	s.probes[k].ended = v.State
 	var r experiments.ProbeRun
 	switch why := serviceDied(v); {
 	case why != "":
 		// The limit misses the target: the service did not serve.
 		r = experiments.ProbeRun{Run: v.ID, ErrorsPct: 100, Died: why}
 	case v.State != runner.StateDone:
-		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, pv.Text, v.State, v.Error)
+		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), v.State, v.Error)
 	default:
 		var err error
 		if r, err = probeResult(v, f.m.Host().NCPU); err != nil {
@@ -273,7 +198,7 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 		}
 	}
 	meets := s.spec.Target.Meets(r)
-	s.probes[k].Result, s.probes[k].Meets = &r, &meets
+	s.probes[k].result, s.probes[k].meets = &r, &meets
 	s.b.Record(step, r)
 	return nil
 }
@@ -359,12 +284,6 @@ func (f *Finder) turn(s *Search) string {
 	return ""
 }
 
-func (s *Search) end(state, why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.state, s.err, s.ended = state, why, time.Now()
-}
-
 // Stop stops a search and its probe under way.
 func (f *Finder) Stop(id string) error {
 	f.mu.Lock()
@@ -398,28 +317,10 @@ func (f *Finder) View(id string) (SearchView, bool) {
 	if !ok {
 		return SearchView{}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := SearchView{ID: s.id, Name: s.spec.Name, State: s.state, Error: s.err, Spec: s.spec, Created: s.created,
-		Min: s.b.Min, Max: s.b.Max, Step: s.b.Resolution, Needs: s.spec.ServiceNeeds(), Probes: append([]ProbeView{}, s.probes...),
-		Then: s.then, After: s.after}
-	if v.Name == "" {
-		v.Name = "find the limit"
-	}
-	if s.current != "" {
-		if rv, ok := f.m.Archive().View(s.current); ok {
-			v.Probes[len(v.Probes)-1].State = string(rv.State)
-		}
-	}
-	v.GridRuns = s.b.Limits()
-	if s.state == SearchDone {
-		a := s.b.Answer()
-		v.Answer, v.Recommend = &a, s.spec.Recommend(s.b, a)
-		if judged, pass, text := experiments.JudgeFind(s.spec, a); judged {
-			v.Verdict = &FindVerdict{Pass: pass, Explanation: text}
-		}
-	}
-	return v, true
+	return s.view(func(run string) (runner.State, bool) {
+		v, ok := f.m.Archive().View(run)
+		return v.State, ok
+	}), true
 }
 
 // wait waits for every search's goroutine: Shutdown's.

@@ -1,10 +1,12 @@
 package workshop_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -363,5 +365,60 @@ func TestFakeSearchHasADeadline(t *testing.T) {
 	// Its end frees the participant for another search.
 	if _, err := m.Finder().Start(fs, "ada", ""); err != nil {
 		t.Errorf("a search after the first ended: %v", err)
+	}
+}
+
+// TestFakeFinderForgetsOldSearches: past MaxSearches the finder forgets
+// the oldest ended searches while others start, end and are viewed at
+// once (run under the race detector by make test-race).
+func TestFakeFinderForgetsOldSearches(t *testing.T) {
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	fake.Summarize = enginefake.ServiceNeeding(0.6)
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 4})
+	fs, errs := experiments.ParseFind([]byte(searchSpec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	var mu sync.Mutex
+	var ids []string
+	stop, viewed := make(chan struct{}), make(chan struct{})
+	// A viewer of every search so far, until the last has started.
+	go func() {
+		defer close(viewed)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			seen := slices.Clone(ids)
+			mu.Unlock()
+			for _, id := range seen {
+				m.Finder().View(id)
+			}
+		}
+	}()
+	for i := 0; i < workshop.MaxSearches+20; i++ {
+		s, err := m.Finder().Start(fs, fmt.Sprint("p", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		ids = append(ids, s.ID())
+		mu.Unlock()
+		_ = m.Finder().Stop(s.ID())
+	}
+	close(stop)
+	<-viewed
+	for _, id := range ids {
+		waitSearch(t, m.Finder(), id)
+	}
+	if _, ok := m.Finder().View(ids[0]); ok {
+		t.Errorf("the first of %d searches is still kept", len(ids))
+	}
+	if v, ok := m.Finder().View(ids[len(ids)-1]); !ok || v.State != workshop.SearchStopped {
+		t.Errorf("the last search: %v %s", ok, v.State)
 	}
 }
