@@ -109,8 +109,10 @@ func TestTheServerMayChangeOnlyItsOwnMarksOnANode(t *testing.T) {
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
 	})
 	for name, change := range map[string]func(n *corev1.Node){
-		"cordon":            func(n *corev1.Node) { n.Spec.Unschedulable = true },
-		"another taint":     func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "intruder", Effect: corev1.TaintEffectNoExecute}) },
+		"cordon": func(n *corev1.Node) { n.Spec.Unschedulable = true },
+		"another taint": func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "intruder", Effect: corev1.TaintEffectNoExecute})
+		},
 		"an annotation": func(n *corev1.Node) {
 			if n.Annotations == nil {
 				n.Annotations = map[string]string{}
