@@ -22,13 +22,18 @@ import (
 // kernel's timers at one instant, not one by one as the files are
 // written. Each workload reports the instant its work began and how long
 // it then waited for a CPU; their spreads are the run's start skew.
+//
+// Its lock guards only its state: the waits for the ready files and the
+// writes through /proc are done outside it, by whichever lane or leaver
+// found the barrier complete (release), on a snapshot of the lanes.
 type barrier struct {
-	mu      sync.Mutex
-	waiting map[int]bool // lanes not yet running or gone
-	pids    map[int]int  // running lanes' first processes
-	release chan struct{}
-	at      time.Time // when the files were written
-	log     *slog.Logger
+	mu        sync.Mutex
+	waiting   map[int]bool // lanes not yet running or gone
+	pids      map[int]int  // running lanes' first processes
+	releasing bool         // a release is under way, or done
+	release   chan struct{}
+	at        time.Time // the instant the lanes were let go at
+	log       *slog.Logger
 }
 
 // barrierWait bounds how long running lanes wait for the others to start
@@ -74,12 +79,16 @@ func (b *barrier) arrive(ctx context.Context, i, pid int) time.Time {
 	b.pids[i] = pid
 	if !b.at.IsZero() {
 		// Let go already (the others did not wait for it): it begins now.
-		b.signalLocked(pid, time.Now())
-		defer b.mu.Unlock()
-		return time.Now()
+		b.mu.Unlock()
+		now := time.Now()
+		b.signal(pid, now)
+		return now
 	}
-	b.maybeReleaseLocked()
+	lanes, ok := b.completeLocked()
 	b.mu.Unlock()
+	if ok {
+		b.releaseAll(ctx, lanes)
+	}
 	t := time.NewTimer(barrierWait)
 	defer t.Stop()
 	select {
@@ -88,8 +97,11 @@ func (b *barrier) arrive(ctx context.Context, i, pid int) time.Time {
 		b.mu.Lock()
 		b.log.Warn("start barrier: lanes still starting, letting the others go", slog.Int("starting", len(b.waiting)))
 		b.waiting = map[int]bool{}
-		b.maybeReleaseLocked()
+		lanes, ok := b.completeLocked()
 		b.mu.Unlock()
+		if ok {
+			b.releaseAll(ctx, lanes)
+		}
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
@@ -101,48 +113,89 @@ func (b *barrier) arrive(ctx context.Context, i, pid int) time.Time {
 // stopped first); a lane that arrived is not affected.
 func (b *barrier) leave(i int) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.waiting[i] {
-		delete(b.waiting, i)
-		b.maybeReleaseLocked()
+	if !b.waiting[i] {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.waiting, i)
+	lanes, ok := b.completeLocked()
+	b.mu.Unlock()
+	if ok {
+		b.releaseAll(context.Background(), lanes)
 	}
 }
 
-// maybeReleaseLocked writes the begin file into every running lane once
-// none is still starting. b.mu is held.
-func (b *barrier) maybeReleaseLocked() {
-	if len(b.waiting) > 0 || !b.at.IsZero() {
-		return
+// completeLocked says whether the barrier is complete (no lane still
+// starting) and no release has begun; if so it marks the release begun
+// and returns the running lanes' pids to let go. b.mu is held.
+func (b *barrier) completeLocked() (map[int]int, bool) {
+	if len(b.waiting) > 0 || b.releasing {
+		return nil, false
 	}
+	b.releasing = true
+	lanes := make(map[int]int, len(b.pids))
+	for i, pid := range b.pids {
+		lanes[i] = pid
+	}
+	return lanes, true
+}
+
+// releaseAll lets the lanes go: it waits (at most readyWait, or until ctx
+// ends) for each workload to say it waits, writes the begin file naming
+// one instant into each, and then, under the lock again, records the
+// instant, lets the waiting lanes return, and signals any lane that ran
+// meanwhile.
+func (b *barrier) releaseAll(ctx context.Context, lanes map[int]int) {
 	// Every workload waits once it has written its ready file: a lane
 	// still starting its runtime would begin late.
 	began := time.Now()
-	deadline := began.Add(readyWait)
+	rctx, cancel := context.WithTimeout(ctx, readyWait)
 	unready := 0
-	for _, pid := range b.pids {
-		ready := "/proc/" + strconv.Itoa(pid) + "/root" + wire.ReadyPath
-		for {
-			if _, err := os.Stat(ready); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				unready++
-				break
-			}
-			time.Sleep(time.Millisecond)
+	for _, pid := range lanes {
+		if !waitForFile(rctx, "/proc/"+strconv.Itoa(pid)+"/root"+wire.ReadyPath) {
+			unready++
 		}
 	}
-	at := time.Now().Add(beginLead(len(b.pids)))
-	for _, pid := range b.pids {
-		b.signalLocked(pid, at)
+	cancel()
+	at := time.Now().Add(beginLead(len(lanes)))
+	for _, pid := range lanes {
+		b.signal(pid, at)
 	}
 	if late := time.Since(at); late > 0 {
 		b.log.Warn("start barrier: the begin files were written after their instant", slog.Duration("late", late))
 	}
+	b.mu.Lock()
 	b.at = at
+	var meanwhile []int
+	for i, pid := range b.pids {
+		if _, ok := lanes[i]; !ok {
+			meanwhile = append(meanwhile, pid)
+		}
+	}
 	close(b.release)
-	b.log.Info("start barrier: lanes let go", slog.Int("lanes", len(b.pids)), slog.Int("not ready", unready),
+	b.mu.Unlock()
+	for _, pid := range meanwhile {
+		b.signal(pid, time.Now())
+	}
+	b.log.Info("start barrier: lanes let go", slog.Int("lanes", len(lanes)), slog.Int("not ready", unready),
 		slog.Duration("waited for ready", at.Sub(began)))
+}
+
+// waitForFile says whether the file exists before ctx ends, looking every
+// millisecond: a workload writes it within milliseconds of its start.
+func waitForFile(ctx context.Context, path string) bool {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // beginLead is how far ahead of its writes a barrier's instant lies: the
@@ -154,10 +207,10 @@ func beginLead(n int) time.Duration { return 20*time.Millisecond + time.Duration
 // workloads to say they wait.
 const readyWait = 5 * time.Second
 
-// signalLocked writes the begin file, naming the instant at, into the
-// lane whose first process is pid: written beside it and renamed, so
-// that the workload never reads it half written. b.mu is held.
-func (b *barrier) signalLocked(pid int, at time.Time) {
+// signal writes the begin file, naming the instant at, into the lane
+// whose first process is pid: written beside it and renamed, so that the
+// workload never reads it half written.
+func (b *barrier) signal(pid int, at time.Time) {
 	p := "/proc/" + strconv.Itoa(pid) + "/root" + wire.BeginPath
 	err := os.WriteFile(p+".new", wire.FormatBegin(at), 0o644)
 	if err == nil {
