@@ -36,8 +36,9 @@ func searchToItsEnd(t testing.TB, c *http.Client, base, spec string) workshop.Se
 
 // TestFindOverTheAPI: a bad search is refused at once naming its field and
 // starts nothing; a participant without the join code cannot start one; a
-// search runs to its answer, each probe a run; another participant
-// cannot stop it.
+// search runs to its answer, each probe a run; stopping it once it ended
+// is accepted and changes nothing. (Another participant may not stop a
+// running one: TestASecondSearchIsRefused.)
 func TestFindOverTheAPI(t *testing.T) {
 	srv, _, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" })
 	fake.Runtime = 20 * time.Millisecond
@@ -205,7 +206,8 @@ func TestBrowserSearchesBothInTurn(t *testing.T) {
 
 // TestASecondSearchIsRefused: a participant runs one search at a time; a
 // second is refused at once, naming the limit, and starts nothing; another
-// participant's is taken.
+// participant's is taken, and that participant may not stop the first's
+// running search (403), which its own participant may.
 func TestASecondSearchIsRefused(t *testing.T) {
 	srv, _, fake := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode })
 	fake.Runtime = time.Minute
@@ -234,7 +236,25 @@ func TestASecondSearchIsRefused(t *testing.T) {
 	var second struct{ ID string }
 	_ = json.Unmarshal([]byte(body), &second)
 	defer postWith(t, grace, srv.URL+"/api/find/"+second.ID+"/stop", "{}")
+	// Grace's first probe waits its turn behind Ada's: refused searches
+	// and a queued probe create nothing.
 	if n := fake.Counts().Creates; n != creates {
 		t.Errorf("%d containers created by refused searches", n-creates)
 	}
+	if status, body := postWith(t, grace, srv.URL+"/api/find/"+first.ID+"/stop", "{}"); status != http.StatusForbidden || !strings.Contains(body, `"field": "find"`) {
+		t.Errorf("Grace stopping Ada's running search: %d %s, want 403", status, body)
+	}
+	if v, _ := workshopSearch(t, srv.URL, first.ID); v.State != workshop.SearchRunning {
+		t.Errorf("Ada's search after Grace's try: %s", v.State)
+	}
+	if status, body := postWith(t, ada, srv.URL+"/api/find/"+first.ID+"/stop", "{}"); status != http.StatusAccepted {
+		t.Errorf("Ada stopping her own search: %d %s", status, body)
+	}
+}
+
+// workshopSearch is a search as GET /api/find/{id} gives it.
+func workshopSearch(t *testing.T, base, id string) (workshop.SearchView, int) {
+	t.Helper()
+	var v workshop.SearchView
+	return v, getJSON(t, base+"/api/find/"+id, &v)
 }

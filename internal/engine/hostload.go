@@ -27,13 +27,6 @@ type HostCPU struct {
 	Busy, Steal, Total uint64
 }
 
-// ReadHostCPU reads /proc/stat under procRoot ("/proc").
-func ReadHostCPU(procRoot string) (HostCPU, error) {
-	p := NewProcReader(procRoot)
-	defer p.Close()
-	return p.HostCPU()
-}
-
 // parseProcStat reads "cpu  user nice system idle iowait irq softirq steal
 // guest guest_nice" (ticks of USER_HZ).
 func parseProcStat(line []byte, at time.Time) (HostCPU, error) {
@@ -52,15 +45,6 @@ func parseProcStat(line []byte, at time.Time) (HostCPU, error) {
 	user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
 	return HostCPU{At: at, Busy: user + nice + system + irq + softirq, Steal: steal,
 		Total: user + nice + system + idle + iowait + irq + softirq + steal}, nil
-}
-
-// ProcessCPU is the CPU time a process has used, user and system, in
-// nanoseconds, from /proc/<pid>/stat (its threads included); 0 for a
-// process that is gone.
-func ProcessCPU(procRoot string, pid int) uint64 {
-	p := NewProcReader(procRoot)
-	defer p.Close()
-	return p.ProcessCPU(pid)
 }
 
 // A ProcReader reads /proc/stat and processes' stat files at each tick,
@@ -161,18 +145,11 @@ func statCPU(b []byte) uint64 {
 	return (ut + st) * (1e9 / userHZ)
 }
 
-// RunDelay is how long a process's threads have waited, runnable, for a
-// CPU, summed over them, in nanoseconds: the second field of each
-// /proc/<pid>/task/<tid>/schedstat. ok is false where the kernel keeps no
-// schedstat or the process is gone.
-func RunDelay(procRoot string, pid int) (ns uint64, ok bool) {
-	d := NewDelayReader(procRoot, pid)
-	defer d.Close()
-	return d.Read(time.Now())
-}
-
-// A DelayReader reads a process's run delay at each tick, as RunDelay
-// does, keeping its threads' schedstat files open between reads: opening
+// A DelayReader reads a process's run delay at each tick: how long its
+// threads have waited, runnable, for a CPU, summed over them, in
+// nanoseconds (the second field of each /proc/<pid>/task/<tid>/schedstat;
+// none where the kernel keeps no schedstat or the process is gone). It
+// keeps the threads' schedstat files open between reads: opening
 // them by path each time (a lookup of the process and the thread in
 // /proc) cost about 90 µs a lane per tick, five times the rest of a
 // lane's sample. The process's threads are listed again every
