@@ -32,12 +32,12 @@ func (h api) apiHost(w http.ResponseWriter, r *http.Request) {
 
 // apiEngines lists the engines runs are placed on: one without a pool.
 func (h api) apiEngines(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"engines": h.Runs.Engines()})
+	writeJSON(w, http.StatusOK, enginesBody{Engines: h.Runs.Engines()})
 }
 
 func (h api) apiLabs(w http.ResponseWriter, r *http.Request) {
 	c := experiments.Current()
-	writeJSON(w, http.StatusOK, map[string]any{"labs": c.Labs(), "broken": c.Broken()})
+	writeJSON(w, http.StatusOK, labsBody{Labs: c.Labs(), Broken: c.Broken()})
 }
 
 func (h api) apiListRuns(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +50,7 @@ func (h api) apiListRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": h.History.List(r.URL.Query().Get("lab"), limit)})
+	writeJSON(w, http.StatusOK, runsBody{Runs: h.History.List(r.URL.Query().Get("lab"), limit)})
 }
 
 // apiCreateRun parses and validates a spec and starts it. Nothing starts
@@ -88,7 +88,7 @@ func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Room.Ran(participantOf(r), run.ID(), time.Now())
 	w.Header().Set("Location", "/api/runs/"+run.ID())
-	writeJSON(w, http.StatusCreated, map[string]string{"id": run.ID()})
+	writeJSON(w, http.StatusCreated, createdBody{ID: run.ID()})
 }
 
 // apiUpdateLimits changes a running lane's limits: the body holds the

@@ -98,6 +98,9 @@ func TestAPIErrorsHaveOneShape(t *testing.T) {
 		{"limits of an ended run", "POST", "/api/runs/" + created.ID + "/lanes/0/limits", "application/json", `{"cpus": "0.5"}`, http.StatusConflict},
 		{"spec too large", "POST", "/api/runs", "application/json", `{"name": "` + strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge},
 		{"bad format", "GET", "/api/runs/" + created.ID + "/export?format=xml", "", "", http.StatusBadRequest},
+		{"bad search", "POST", "/api/find", "application/json", `{"search": {"limit": "cpus", "min": "x"}}`, http.StatusBadRequest},
+		{"no such search", "GET", "/api/find/0000000000000000", "", "", http.StatusNotFound},
+		{"stop no such search", "POST", "/api/find/0000000000000000/stop", "application/json", "{}", http.StatusNotFound},
 	}
 	for _, c := range cases {
 		status, ct, b := do(c.method, c.path, c.contentType, c.body)
@@ -209,28 +212,32 @@ func nullLists(v reflect.Value, path string) []string {
 	return nil
 }
 
-// capitalKeys names every object key in a JSON document that has a
-// capital letter.
-func capitalKeys(doc any, path string) []string {
+// badKeys are the keys of a JSON document that are not snake_case
+// (snakeKey), but for those under the fields whose keys are data or the
+// docker CLI's flags (docs/design.md): limits, flags, unsupported.
+func badKeys(doc any, path string) []string {
 	var out []string
 	switch d := doc.(type) {
 	case map[string]any:
 		for k, v := range d {
-			if strings.ToLower(k) != k {
+			if !snakeKey.MatchString(k) {
 				out = append(out, path+"."+k)
 			}
-			out = append(out, capitalKeys(v, path+"."+k)...)
+			if k == "limits" || k == "flags" || k == "unsupported" {
+				continue
+			}
+			out = append(out, badKeys(v, path+"."+k)...)
 		}
 	case []any:
 		for i, v := range d {
-			out = append(out, capitalKeys(v, fmt.Sprintf("%s[%d]", path, i))...)
+			out = append(out, badKeys(v, fmt.Sprintf("%s[%d]", path, i))...)
 		}
 	}
 	return out
 }
 
-// Lists are [] when empty, never null, and no key of any response has a
-// capital letter: on a new store, and again once a run has ended.
+// Lists are [] when empty, never null, and every key of every response is
+// snake_case: on a new store, and again once a run has ended.
 func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 	srv, m := newServer(t)
 	check := func(when string) {
@@ -268,8 +275,8 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 				t.Errorf("%s %s: %v", when, p, err)
 				continue
 			}
-			if caps := capitalKeys(doc, ""); len(caps) > 0 {
-				t.Errorf("%s %s: keys with capitals %v", when, p, caps)
+			if bad := badKeys(doc, ""); len(bad) > 0 {
+				t.Errorf("%s %s: keys not snake_case %v", when, p, bad)
 			}
 			if strings.Contains(string(b), `"runs": null`) || strings.Contains(string(b), `"engines": null`) || strings.Contains(string(b), `"broken": null`) {
 				t.Errorf("%s %s: a null list: %.300s", when, p, b)

@@ -60,31 +60,48 @@ func (h api) apiStartFind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/find/"+s.ID())
-	writeJSON(w, http.StatusCreated, map[string]string{"id": s.ID()})
+	writeJSON(w, http.StatusCreated, createdBody{ID: s.ID()})
 }
 
-// search is the search the URL names, or a 404 written.
-func (h *handlers) search(w http.ResponseWriter, r *http.Request) (workshop.SearchView, bool) {
+// search is the search the URL names; ok is false, and why says why,
+// where there is none.
+func (h *handlers) search(r *http.Request) (v workshop.SearchView, why string, ok bool) {
 	if h.Finder == nil {
-		writeError(w, http.StatusNotFound, "find", "this server runs no limit searches")
-		return workshop.SearchView{}, false
+		return v, "this server runs no limit searches", false
 	}
-	v, ok := h.Finder.View(chi.URLParam(r, "id"))
+	if v, ok = h.Finder.View(chi.URLParam(r, "id")); !ok {
+		return v, "no such search", false
+	}
+	return v, "", true
+}
+
+// apiSearch is the URL's search, or the API's 404 written.
+func (h api) apiSearch(w http.ResponseWriter, r *http.Request) (workshop.SearchView, bool) {
+	v, why, ok := h.search(r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "find", "no such search")
+		writeError(w, http.StatusNotFound, "find", why)
+	}
+	return v, ok
+}
+
+// pageSearch is the URL's search, or a page's 404 written.
+func (h pages) pageSearch(w http.ResponseWriter, r *http.Request) (workshop.SearchView, bool) {
+	v, why, ok := h.search(r)
+	if !ok {
+		http.Error(w, why, http.StatusNotFound)
 	}
 	return v, ok
 }
 
 func (h api) apiGetFind(w http.ResponseWriter, r *http.Request) {
-	if v, ok := h.search(w, r); ok {
+	if v, ok := h.apiSearch(w, r); ok {
 		writeJSON(w, http.StatusOK, v)
 	}
 }
 
 // apiStopFind stops a search: its participant's, or the presenter's.
 func (h api) apiStopFind(w http.ResponseWriter, r *http.Request) {
-	v, ok := h.search(w, r)
+	v, ok := h.apiSearch(w, r)
 	if !ok {
 		return
 	}
@@ -96,7 +113,7 @@ func (h api) apiStopFind(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, "find", err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"stopping": v.ID})
+	writeJSON(w, http.StatusAccepted, stoppingBody{Stopping: v.ID})
 }
 
 func (h pages) findFormPage(w http.ResponseWriter, r *http.Request) {
@@ -104,14 +121,14 @@ func (h pages) findFormPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h pages) findPage(w http.ResponseWriter, r *http.Request) {
-	if v, ok := h.search(w, r); ok {
+	if v, ok := h.pageSearch(w, r); ok {
 		templ.Handler(findPage(v)).ServeHTTP(w, r)
 	}
 }
 
 // findFragment is the moving part of a search's page.
 func (h pages) findFragment(w http.ResponseWriter, r *http.Request) {
-	if v, ok := h.search(w, r); ok {
+	if v, ok := h.pageSearch(w, r); ok {
 		templ.Handler(findLive(v)).ServeHTTP(w, r)
 	}
 }

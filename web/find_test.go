@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -257,4 +258,21 @@ func workshopSearch(t *testing.T, base, id string) (workshop.SearchView, int) {
 	t.Helper()
 	var v workshop.SearchView
 	return v, getJSON(t, base+"/api/find/"+id, &v)
+}
+
+// TestFindPagesAnswerPages: a search's page and its fragment that name no
+// search answer as a page does, not with the API's JSON.
+func TestFindPagesAnswerPages(t *testing.T) {
+	srv, _, _ := newFakeServer(t, nil)
+	for _, p := range []string{"/find/0000000000000000", "/find/0000000000000000/live"} {
+		res, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") || strings.Contains(string(b), `"errors"`) {
+			t.Errorf("GET %s: %d %s %q, want a page's 404", p, res.StatusCode, res.Header.Get("Content-Type"), b)
+		}
+	}
 }

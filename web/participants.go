@@ -218,12 +218,6 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, joinAnswer{Joined: true, Name: name})
 }
 
-// joinAnswer is POST /api/join's answer.
-type joinAnswer struct {
-	Joined bool   `json:"joined"`
-	Name   string `json:"name"`
-}
-
 // answerAt waits until at, or until the client leaves.
 func answerAt(ctx context.Context, at time.Time) {
 	t := time.NewTimer(time.Until(at))

@@ -93,7 +93,7 @@ func stepReached(row *RoomRow, steps []runner.StepView) {
 }
 
 func (h api) apiRoom(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"participants": h.roomView()})
+	writeJSON(w, http.StatusOK, roomBody{Participants: h.roomView()})
 }
 
 // apiRemoveMember takes a participant out of the room for good, by its
@@ -108,12 +108,6 @@ func (h api) apiRemoveMember(w http.ResponseWriter, r *http.Request) {
 	}
 	n := h.Runs.ClearQueue(m.ID, "the presenter removed its participant from the room before this run started")
 	writeJSON(w, http.StatusOK, removedAnswer{Removed: m.Ref, QueuedRunsEnded: n})
-}
-
-// removedAnswer is the presenter's answer to removing a participant.
-type removedAnswer struct {
-	Removed         string `json:"removed"`
-	QueuedRunsEnded int    `json:"queued_runs_ended"`
 }
 
 // apiRoomCSV is the room at the end of a workshop, as a spreadsheet takes
@@ -200,7 +194,7 @@ func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 	defer t.Stop()
 	var last []byte
 	for {
-		b, err := json.Marshal(map[string]any{"participants": h.roomView()})
+		b, err := json.Marshal(roomBody{Participants: h.roomView()})
 		if err != nil {
 			return
 		}

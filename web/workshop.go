@@ -159,7 +159,7 @@ func (h api) apiImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/runs/"+id)
-	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	writeJSON(w, http.StatusCreated, createdBody{ID: id})
 }
 
 func (h api) apiFeature(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +168,7 @@ func (h api) apiFeature(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, "run", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"featured": id})
+	writeJSON(w, http.StatusOK, featuredBody{Featured: id})
 }
 
 func (h api) apiFeatured(w http.ResponseWriter, r *http.Request) {
@@ -187,11 +187,11 @@ func (h api) apiFeatured(w http.ResponseWriter, r *http.Request) {
 
 func (h api) apiClearQueue(w http.ResponseWriter, r *http.Request) {
 	n := h.Runs.ClearQueue("", "the presenter cleared the queue before this run started")
-	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
+	writeJSON(w, http.StatusOK, clearedBody{Cleared: n})
 }
 
 func (h api) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"presenter": true, "join_code": h.JoinCode})
+	writeJSON(w, http.StatusOK, presenterBody{Presenter: true, JoinCode: h.JoinCode})
 }
 
 // featuredLive streams which run is featured: the current one on connect,
