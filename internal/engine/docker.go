@@ -119,8 +119,8 @@ func (d Docker) Logs(ctx context.Context, id string, stdout, stderr io.Writer) e
 	return err
 }
 
-// Signal sends sig ("TERM", "KILL") to the container.
-func (d Docker) Signal(id, sig string, log *slog.Logger) { SendSignal(d.Engine, id, sig, log) }
+// Signal sends sig to the container.
+func (d Docker) Signal(id string, sig StopSignal, log *slog.Logger) { SendSignal(d.Engine, id, sig, log) }
 
 // Remove removes a run's containers and volumes.
 func (d Docker) Remove(ctx context.Context, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger) {

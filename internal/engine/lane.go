@@ -68,12 +68,22 @@ func RemoveRun(ctx context.Context, eng Engine, runID string, ids []string, lane
 	}
 }
 
+// StopSignal is how a lane is asked to end: SigTerm asks (the workload
+// prints its summary and exits), SigKill ends it.
+type StopSignal string
+
+// The stop signals, in the engine's words.
+const (
+	SigTerm StopSignal = "TERM"
+	SigKill StopSignal = "KILL"
+)
+
 // SendSignal sends sig to a container, giving the engine 10 s; a container
 // that has already exited is no error worth more than a debug line.
-func SendSignal(eng Engine, id, sig string, log *slog.Logger) {
+func SendSignal(eng Engine, id string, sig StopSignal, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: sig}); err != nil {
-		log.Debug("signal container", slog.String("id", id[:min(12, len(id))]), slog.String("signal", sig), slog.Any("err", err))
+	if _, err := eng.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: string(sig)}); err != nil {
+		log.Debug("signal container", slog.String("id", id[:min(12, len(id))]), slog.String("signal", string(sig)), slog.Any("err", err))
 	}
 }

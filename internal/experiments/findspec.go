@@ -78,7 +78,7 @@ func ParseFind(data []byte) (FindSpec, Errors) {
 	case !ok:
 		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
 	case lab.Find == nil:
-		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it with POST /api/runs", fs.Lab)}}
+		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it as a lab", fs.Lab)}}
 	case fs != FindSpec{Lab: fs.Lab}:
 		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: "give either a lab or a search, not both"}}
 	}

@@ -263,3 +263,18 @@ func TestDefaultMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestALoadTargetsItsServiceAtAnAddress: a load's -target is built by wire
+// from its service's address, on loopback by default, or at a pod's.
+func TestALoadTargetsItsServiceAtAnAddress(t *testing.T) {
+	w := Workload{Kind: KindLoad, Port: 9090}
+	for host, want := range map[string]string{"": "http://127.0.0.1:9090/", "10.246.0.7": "http://10.246.0.7:9090/", "fd00::7": "http://[fd00::7]:9090/"} {
+		args := w.Args()
+		if host != "" {
+			args = w.ArgsAt(host)
+		}
+		if got := strings.Join(args, " "); !strings.Contains(got, "-target "+want) {
+			t.Errorf("a load of a service at %q: %s, want -target %s", host, got, want)
+		}
+	}
+}

@@ -188,26 +188,35 @@ func validateWorkload(w Workload) (Workload, Errors) {
 }
 
 // Command is the workload program's command line for this workload, in
-// the wire format the workload parses.
-func (w Workload) Command() wire.Command {
+// the wire format the workload parses; a load reaches its service on
+// loopback, in the service's network namespace.
+func (w Workload) Command() wire.Command { return w.CommandAt(wire.Loopback) }
+
+// CommandAt is Command with a load's service at host (an address), where
+// the load does not share its network namespace (a pod of its own).
+func (w Workload) CommandAt(host string) wire.Command {
 	c := wire.Command{Kind: w.Kind, MB: w.MB, Threads: w.Threads, Events: w.Events, MaxPrime: w.MaxPrime,
 		Seconds: w.Seconds, RateMBps: w.RateMBps, WorkUS: w.WorkUS, AllocKB: w.AllocKB, GOMAXPROCS: string(w.GOMAXPROCS),
 		Requests: w.Requests, Concurrency: w.Concurrency, RPS: w.Rate, Burst: w.Burst, BS: int(w.BS), Depth: w.Depth}
 	if w.Kind == KindLoad {
 		// A load lane shares its service's network namespace.
-		c.Target = wire.ServiceURL
+		port := wire.ServicePort
 		if w.Port != 0 {
-			c.Target = "http://127.0.0.1:" + strconv.Itoa(w.Port) + "/"
+			port = w.Port
 		}
+		c.Target = wire.ServiceURLAt(host, port)
 	}
 	return c
 }
 
 // Args is the command line of the workload program for this workload; a
 // facilitator's service's is its own command.
-func (w Workload) Args() []string {
+func (w Workload) Args() []string { return w.ArgsAt(wire.Loopback) }
+
+// ArgsAt is Args with a load's service at host (CommandAt).
+func (w Workload) ArgsAt(host string) []string {
 	if w.Kind == KindImage {
 		return strings.Fields(w.Cmd)
 	}
-	return w.Command().Args()
+	return w.CommandAt(host).Args()
 }

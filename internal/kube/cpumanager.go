@@ -11,6 +11,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -84,7 +85,7 @@ func (c *Cluster) probeCPUManager(ctx context.Context, node, image string, ncpu 
 	_, _ = rand.Read(suffix)
 	runID := "cpuprobe" + hex.EncodeToString(suffix)
 	nl := engine.NewLane{RunID: runID, Index: 0, Instance: c.instance, Image: image, Lane: plan.Lanes[0]}
-	p := PodSpec(nl, node, args(nl))
+	p := PodSpec(nl, node, args(nl, wire.Loopback))
 	defer func() {
 		// Its own context: the probe's may have ended.
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)

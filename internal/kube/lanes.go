@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
@@ -40,7 +39,7 @@ func (c *Cluster) Create(ctx context.Context, nl engine.NewLane) (engine.Created
 	if err := c.ensureTaken(ctx, nl.RunID, slog.Default()); err != nil {
 		return engine.Created{}, err
 	}
-	p := PodSpec(nl, node, args(nl))
+	p := PodSpec(nl, node, args(nl, wire.Loopback))
 	c.mu.Lock()
 	c.pending[p.Name] = nl
 	c.mu.Unlock()
@@ -63,16 +62,16 @@ func (c *Cluster) Start(ctx context.Context, id string) (int, error) {
 			return 0, err
 		}
 	}
-	args := args(nl)
+	service := wire.Loopback
 	if nl.Lane.Target >= 0 {
 		// A load lane reaches its service at the service pod's address.
 		ip, err := c.podIP(ctx, nl.TargetID)
 		if err != nil {
 			return 0, err
 		}
-		args = retarget(args, ip)
+		service = ip
 	}
-	uid, cid, err := c.makePod(ctx, PodSpec(nl, node, args))
+	uid, cid, err := c.makePod(ctx, PodSpec(nl, node, args(nl, service)))
 	if err != nil {
 		return 0, err
 	}
@@ -116,10 +115,11 @@ func (c *Cluster) makePod(ctx context.Context, p *corev1.Pod) (uid, cid string, 
 	}
 }
 
-// args is a lane's workload command line, with the start barrier's file
-// where the lane waits for it.
-func args(nl engine.NewLane) []string {
-	a := nl.Lane.Workload.Args()
+// args is a lane's workload command line, a load's with its service at
+// the address service, and with the start barrier's file where the lane
+// waits for it.
+func args(nl engine.NewLane, service string) []string {
+	a := nl.Lane.Workload.ArgsAt(service)
 	if nl.Begin {
 		a = append(a, "-begin-file", wire.BeginPath)
 	}
@@ -135,18 +135,6 @@ func (c *Cluster) podIP(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("kube: the service pod %s has no address", name)
 	}
 	return p.Status.PodIP, nil
-}
-
-// retarget points a load lane's -target at the service pod's address: the
-// port and path stay the plan's.
-func retarget(args []string, ip string) []string {
-	out := slices.Clone(args)
-	for i := 0; i+1 < len(out); i++ {
-		if out[i] == "-target" {
-			out[i+1] = strings.Replace(out[i+1], "127.0.0.1", ip, 1)
-		}
-	}
-	return out
 }
 
 func status(p *corev1.Pod) *corev1.ContainerStatus {
@@ -238,16 +226,16 @@ func (c *Cluster) Logs(ctx context.Context, id string, stdout, stderr io.Writer)
 }
 
 // Signal asks a lane to stop: its pod is deleted, with a grace period for
-// "TERM" (kubelet sends SIGTERM, then SIGKILL) and none for "KILL".
-func (c *Cluster) Signal(id, sig string, log *slog.Logger) {
+// SigTerm (kubelet sends SIGTERM, then SIGKILL) and none for SigKill.
+func (c *Cluster) Signal(id string, sig engine.StopSignal, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	grace := int64(gracePeriod)
-	if sig == "KILL" {
+	if sig == engine.SigKill {
 		grace = 0
 	}
 	if err := c.cs.CoreV1().Pods(c.ns).Delete(ctx, id, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !notFound(err) {
-		log.Debug("signal pod", slog.String("pod", id), slog.String("signal", sig), slog.Any("err", err))
+		log.Debug("signal pod", slog.String("pod", id), slog.String("signal", string(sig)), slog.Any("err", err))
 	}
 }
 

@@ -26,8 +26,9 @@ type Backend interface {
 	Start(ctx context.Context, id string) (pid int, err error)
 	// Logs copies the lane's output until it ends or ctx does.
 	Logs(ctx context.Context, id string, stdout, stderr io.Writer) error
-	// Signal asks the lane to stop ("TERM") or ends it ("KILL").
-	Signal(id, sig string, log *slog.Logger)
+	// Signal asks the lane to stop (engine.SigTerm) or ends it
+	// (engine.SigKill).
+	Signal(id string, sig engine.StopSignal, log *slog.Logger)
 	// Remove removes a run's lanes, even those it lost track of, by its
 	// label.
 	Remove(ctx context.Context, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger)

@@ -209,18 +209,18 @@ func (x *execution) awaitExit(ctx context.Context, i int, id string, start, bega
 			return exit, timedOut, stopped
 		case <-timer.C:
 			timedOut = true
-			be.Signal(id, "KILL", log)
+			be.Signal(id, engine.SigKill, log)
 		case <-stopAt:
 			// The end of the lane's phase: asked to stop, the workload
 			// prints its summary and exits; it gets a few seconds.
 			stopAt, grace = nil, time.After(5*time.Second)
-			be.Signal(id, "TERM", log)
+			be.Signal(id, engine.SigTerm, log)
 		case <-grace:
 			grace = nil
-			be.Signal(id, "KILL", log)
+			be.Signal(id, engine.SigKill, log)
 		case <-stop:
 			stopped, stop = true, nil // keep waiting for the exit
-			be.Signal(id, "KILL", log)
+			be.Signal(id, engine.SigKill, log)
 		}
 	}
 }
@@ -274,10 +274,10 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 		return
 	}
 	be := r.env.backend()
-	be.Signal(id, "TERM", log)
+	be.Signal(id, engine.SigTerm, log)
 	if foreign {
 		// A facilitator's server as its container's first process
 		// ignores SIGTERM unless it handles it: it gets a few seconds.
-		time.AfterFunc(5*time.Second, func() { be.Signal(id, "KILL", log) })
+		time.AfterFunc(5*time.Second, func() { be.Signal(id, engine.SigKill, log) })
 	}
 }

@@ -321,7 +321,7 @@ func (e *Engine) ContainerKill(_ context.Context, id string, opts client.Contain
 		return client.ContainerKillResult{}, err
 	}
 	code := 137
-	if opts.Signal == "TERM" {
+	if opts.Signal == string(engine.SigTerm) {
 		code = 0 // the workload prints its summary and exits cleanly
 	}
 	c.exit(e, code)

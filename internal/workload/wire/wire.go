@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"strconv"
 )
 
@@ -16,8 +17,18 @@ import (
 // its network namespace, so they reach it on loopback.
 const ServicePort = 8080
 
+// Loopback is where a load lane reaches its service when it shares the
+// service's network namespace (a container's, on Docker).
+const Loopback = "127.0.0.1"
+
 // ServiceURL is what a load lane targets: its service, on loopback.
-var ServiceURL = "http://127.0.0.1:" + strconv.Itoa(ServicePort) + "/"
+var ServiceURL = ServiceURLAt(Loopback, ServicePort)
+
+// ServiceURLAt is the URL a load lane sends its requests to: its
+// service's at host (an address) and port.
+func ServiceURLAt(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/"
+}
 
 // DataDir is where disk workloads write: a volume of the lane's own.
 const DataDir = "/data"
