@@ -120,7 +120,9 @@ func (d Docker) Logs(ctx context.Context, id string, stdout, stderr io.Writer) e
 }
 
 // Signal sends sig to the container.
-func (d Docker) Signal(id string, sig StopSignal, log *slog.Logger) { SendSignal(d.Engine, id, sig, log) }
+func (d Docker) Signal(id string, sig StopSignal, log *slog.Logger) {
+	SendSignal(d.Engine, id, sig, log)
+}
 
 // Remove removes a run's containers and volumes.
 func (d Docker) Remove(ctx context.Context, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger) {
