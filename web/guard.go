@@ -68,15 +68,6 @@ func (g *attemptGuard) check(address string, now time.Time) (time.Duration, bool
 	return 0, true
 }
 
-// record counts one attempt's outcome. A failure that reaches
-// GuardFailures locks the address out; a success clears its failures but
-// not its strikes, so that a lockout after it grows still.
-func (g *attemptGuard) record(address string, ok bool, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.recordLocked(guardKey(address), ok, now)
-}
-
 // attempt checks and counts in one step, under one lock: it is how a
 // caller that knows the outcome before it answers (the join code, compared
 // in constant time) keeps attempts sent together from all passing the
@@ -92,6 +83,9 @@ func (g *attemptGuard) attempt(address string, ok bool, now time.Time) (time.Dur
 	return 0, true
 }
 
+// recordLocked counts one attempt's outcome. A failure that reaches
+// GuardFailures locks the address out; a success clears its failures but
+// not its strikes, so that a lockout after it grows still.
 func (g *attemptGuard) recordLocked(key string, ok bool, now time.Time) {
 	a := g.addrs[key]
 	if ok {

@@ -25,6 +25,18 @@ import (
 const fakeSpec = `{"name": "fake", "mode": "parallel", "duration": "10s",
 	"lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5", "memory": "64m"}}]}`
 
+// fakeStore is a store in a directory of the test's own, closed once the
+// test's manager has shut down (cleanups run last first).
+func fakeStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func fakeManager(t *testing.T, fake *enginefake.Engine, opts workshop.Options) *workshop.Manager {
 	t.Helper()
 	opts.Host = enginefake.HostOf(fake)
@@ -210,11 +222,7 @@ func TestFakeShutdownDuringSubmit(t *testing.T) {
 func TestFakeImportChecks(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 10 * time.Millisecond
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := fakeStore(t)
 	m := fakeManager(t, fake, workshop.Options{Store: st})
 	r := mustSubmit(t, m, "ann")
 	ended(t, r)
@@ -345,11 +353,7 @@ func TestFakeLiveChangesKeepToQuotas(t *testing.T) {
 
 func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
 	fake := enginefake.New()
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := fakeStore(t)
 	m := fakeManager(t, fake, workshop.Options{Store: st, StoreMinFree: 1 << 62})
 	if _, err := fakeSubmit(t, m, "ann", fakeSpec); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
 		t.Errorf("a run on a store without room: %v", err)
@@ -369,11 +373,7 @@ func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
 func TestFakeStoreKeepsItsBound(t *testing.T) {
 	fake := enginefake.New()
 	fake.Runtime = 10 * time.Millisecond
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := fakeStore(t)
 	m := fakeManager(t, fake, workshop.Options{Store: st, Keep: workshop.Retention{Runs: 3}})
 	var ids []string
 	for i := range 7 {
