@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,10 +77,7 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	}
 	f.searches[s.id] = s
 	f.order = append(f.order, s)
-	for len(f.order) > MaxSearches && f.order[0].isEnded() {
-		delete(f.searches, f.order[0].id)
-		f.order = f.order[1:]
-	}
+	f.forgetLocked()
 	f.mu.Unlock()
 	f.wg.Add(1)
 	// Lives until the search ends, is stopped, or the server shuts down.
@@ -87,8 +85,30 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 		defer f.wg.Done()
 		defer cancel()
 		f.run(ctx, s)
+		f.mu.Lock()
+		f.forgetLocked()
+		f.mu.Unlock()
 	}()
 	return s, nil
+}
+
+// forgetLocked drops the oldest ended searches while more than
+// MaxSearches are kept. It runs when a search starts and when one ends,
+// since a search stopped just before another starts may not have ended
+// yet. Running searches are kept, however many.
+func (f *Finder) forgetLocked() {
+	over := len(f.order) - MaxSearches
+	if over <= 0 {
+		return
+	}
+	f.order = slices.DeleteFunc(f.order, func(o *Search) bool {
+		if over == 0 || !o.isEnded() {
+			return false
+		}
+		over--
+		delete(f.searches, o.id)
+		return true
+	})
 }
 
 // runningLocked is the id of a search of the participant's that is still
