@@ -64,22 +64,21 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 		}
 	}
 
-	cl, err := kube.Connect(kc, "limitlab", "nodes-test", "/sys/fs/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
 	img, err := engine.OCIImageRef(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.UseImage(img)
+	cl, err := kube.Connect(kube.Config{Kubeconfig: kc, Namespace: "limitlab", Instance: "nodes-test", CgroupRoot: "/sys/fs/cgroup", Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodes, err := cl.Nodes(ctx)
 	if err != nil || len(nodes) != 3 {
 		t.Fatalf("nodes %v, %v; want the real one and the two fakes", nodes, err)
 	}
-	pool := clusterEngines("k8s", cl, nodes, func(cl *kube.Cluster, _ string) func(context.Context) (engine.HostInfo, string, error) {
+	pool := clusterEngines("k8s", cl, nodes, func(e *kube.Engine, _ string) func(context.Context) (engine.HostInfo, string, error) {
 		return func(ctx context.Context) (engine.HostInfo, string, error) {
-			h, err := cl.Probe(ctx)
+			h, err := e.Probe(ctx)
 			return h, img, err
 		}
 	})

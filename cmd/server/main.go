@@ -171,7 +171,12 @@ func run(ctx context.Context, args []string) error {
 	// cluster is a Kubernetes cluster as engines of the pool: one, or one
 	// a node when it has several.
 	cluster := func(name string, a engine.KubernetesAddress) ([]workshop.PoolEngine, error) {
-		cl, err := kube.Connect(a.Kubeconfig, a.Namespace, instance, cfg.cgroupRoot)
+		// The CPU manager probe runs the workload image.
+		image, err := engine.OCIImageRef(bin)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Namespace: a.Namespace, Instance: instance, CgroupRoot: cfg.cgroupRoot, Image: image})
 		if err != nil {
 			return nil, err
 		}
@@ -180,9 +185,9 @@ func run(ctx context.Context, args []string) error {
 			return nil, err
 		}
 		log.Info("kubernetes", slog.String("engine", name), slog.String("server", cl.Server()), slog.String("namespace", cl.Namespace()), slog.Any("nodes", nodes))
-		return clusterEngines(name, cl, nodes, func(cl *kube.Cluster, name string) func(context.Context) (engine.HostInfo, string, error) {
+		return clusterEngines(name, cl, nodes, func(e *kube.Engine, name string) func(context.Context) (engine.HostInfo, string, error) {
 			return func(ctx context.Context) (engine.HostInfo, string, error) {
-				return prepareCluster(ctx, cl, bin, st, instance, log.With(slog.String("engine", name)))
+				return prepareCluster(ctx, e, image, st, instance, log.With(slog.String("engine", name)))
 			}
 		}), nil
 	}

@@ -27,14 +27,12 @@ type Support struct {
 // callers ask by name; it never crosses a wire itself: View builds what
 // the API shows of it.
 type HostInfo struct {
-	// Platform is what runs the lanes: Docker ("") or Kubernetes; Node
-	// the Kubernetes node runs take.
-	Platform string
-	Node     string
-	// CPUManager is the node's kubelet CPU manager policy, as a probe pod
-	// showed it, and CPUManagerNote what the probe saw (Kubernetes only).
-	CPUManager       string
-	CPUManagerNote   string
+	// Kube is what a Kubernetes node is beyond a host (nil on Docker):
+	// lanes run as its pods.
+	Kube *KubernetesFacts
+	// EngineVersion is the Docker Engine's version, APIVersion the API
+	// version the server speaks to it, and EngineAPIVersion the newest
+	// it speaks (Docker only).
 	EngineVersion    string
 	APIVersion       string
 	EngineAPIVersion string
@@ -109,7 +107,7 @@ func (h HostInfo) ReadsProgressFiles() bool { return h.ProgressSource == Progres
 // (through /proc/<pid>/root), as a start barrier does: a local engine
 // whose containers' files it sees, or a cluster node it runs on.
 func (h HostInfo) ReachesLanes() bool {
-	return h.ReadsProgressFiles() || h.Platform == PlatformKubernetes && h.local
+	return h.ReadsProgressFiles() || h.Kubernetes() && h.local
 }
 
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
@@ -153,7 +151,10 @@ func (h HostInfo) SharesNote() string {
 // Experiments is the part of HostInfo that validation needs.
 func (h HostInfo) Experiments() experiments.Host {
 	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal, DefaultMemory: h.DefaultMemory,
-		Kubernetes: h.Kubernetes(), Images: map[string]bool{}, CPUManager: h.CPUManager, CPUManagerNote: h.CPUManagerNote}
+		Kubernetes: h.Kubernetes(), Images: map[string]bool{}}
+	if h.Kube != nil {
+		eh.CPUManager, eh.CPUManagerNote = h.Kube.CPUManager, h.Kube.CPUManagerNote
+	}
 	for name, present := range h.Images {
 		eh.Images[name] = present
 	}
@@ -304,11 +305,11 @@ func isBlockDevice(path string) bool {
 
 // Describe is the host in a few words: "Docker 20.10.24, cgroup v1, 2 CPUs".
 func (h HostInfo) Describe() string {
-	if h.EngineVersion == "" {
-		return ""
-	}
 	if h.Kubernetes() {
 		return h.describeKubernetes()
+	}
+	if h.EngineVersion == "" {
+		return ""
 	}
 	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
 }
@@ -319,7 +320,7 @@ func (h HostInfo) Describe() string {
 // identity moved since it was made ready is made ready again.
 func (h HostInfo) Identity() string {
 	return fmt.Sprintf("%s %s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
-		h.platformName(), h.EngineVersion, h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+		h.platformName(), h.version(), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
 }
 
 // FreeBytes is the space an unprivileged writer has under dir, read now;
@@ -335,7 +336,15 @@ func FreeBytes(dir string) int64 {
 
 func (h HostInfo) platformName() string {
 	if h.Kubernetes() {
-		return "Kubernetes node " + h.Node
+		return "Kubernetes node " + h.Kube.Node
 	}
 	return "Docker"
+}
+
+// version is the engine's version: Docker's, or the node's kubelet's.
+func (h HostInfo) version() string {
+	if h.Kubernetes() {
+		return h.Kube.KubeletVersion
+	}
+	return h.EngineVersion
 }

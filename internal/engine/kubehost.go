@@ -6,12 +6,6 @@ import (
 	"github.com/limitlab/limitlab/internal/experiments"
 )
 
-// Platforms a host's lanes run on.
-const (
-	PlatformDocker     = ""
-	PlatformKubernetes = "kubernetes"
-)
-
 // KubernetesNode is what a cluster tells of the node its runs take.
 type KubernetesNode struct {
 	Name, ServerVersion, KubeletVersion, Kernel, OS, Runtime string
@@ -23,11 +17,23 @@ type KubernetesNode struct {
 	CgroupRoot string
 	Local      bool
 	// CPUManager is kubelet's CPU manager policy as a probe pod showed
-	// it ("static", "none", "" unknown), CPUManagerNote what it saw.
-	CPUManager, CPUManagerNote string
+	// it ("" unknown), CPUManagerNote what it saw.
+	CPUManager     experiments.CPUManagerPolicy
+	CPUManagerNote string
 	// Sampler is the address of the node's sampler, when the pods' cgroup
 	// files are read through it.
 	Sampler string
+}
+
+// KubernetesFacts is what a host that is a Kubernetes node has beyond a
+// Docker Engine's: the node, the versions of the cluster, kubelet and the
+// container runtime, and kubelet's CPU manager policy.
+type KubernetesFacts struct {
+	Node, ServerVersion, KubeletVersion, Runtime string
+	// CPUManager is kubelet's CPU manager policy, as a probe pod showed
+	// it, and CPUManagerNote what the probe saw.
+	CPUManager     experiments.CPUManagerPolicy
+	CPUManagerNote string
 }
 
 // KubernetesHost is a node as a host of runs: the limits a pod has words
@@ -35,8 +41,8 @@ type KubernetesNode struct {
 // counters are read from the node's cgroup files.
 func KubernetesHost(n KubernetesNode) HostInfo {
 	h := HostInfo{
-		Platform: PlatformKubernetes, Node: n.Name, CPUManager: n.CPUManager, CPUManagerNote: n.CPUManagerNote,
-		EngineVersion: n.ServerVersion, APIVersion: n.KubeletVersion, EngineAPIVersion: n.Runtime,
+		Kube: &KubernetesFacts{Node: n.Name, ServerVersion: n.ServerVersion, KubeletVersion: n.KubeletVersion, Runtime: n.Runtime,
+			CPUManager: n.CPUManager, CPUManagerNote: n.CPUManagerNote},
 		OS: n.OS, Kernel: n.Kernel, CgroupVersion: n.CgroupVersion, CgroupDriver: "kubelet",
 		NCPU: n.NCPU, MemTotal: n.MemTotal, Limits: map[string]Support{},
 		local: n.Local, cgroupRoot: n.CgroupRoot,
@@ -60,12 +66,18 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 }
 
 // Kubernetes says whether the host's lanes run as pods.
-func (h HostInfo) Kubernetes() bool { return h.Platform == PlatformKubernetes }
+func (h HostInfo) Kubernetes() bool { return h.Kube != nil }
+
+// StaticCPUManager says whether the host is a Kubernetes node whose
+// kubelet runs the static CPU manager policy.
+func (h HostInfo) StaticCPUManager() bool {
+	return h.Kube != nil && h.Kube.CPUManager == experiments.CPUManagerStatic
+}
 
 func (h HostInfo) describeKubernetes() string {
-	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.EngineVersion, h.Node, h.CgroupVersion, h.NCPU)
-	if h.CPUManager != "" {
-		d += ", CPU manager " + h.CPUManager
+	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion, h.NCPU)
+	if h.Kube.CPUManager != "" {
+		d += ", CPU manager " + string(h.Kube.CPUManager)
 	}
 	return d
 }

@@ -10,16 +10,20 @@ import (
 // engine's host in GET /api/engines, under the same names. It is built from
 // HostInfo by View and never read back into one.
 type HostView struct {
-	Description      string `json:"description"` // "Docker 20.10.24, cgroup v1, 2 CPUs"
-	EngineVersion    string `json:"engine_version"`
-	APIVersion       string `json:"api_version"`
-	EngineAPIVersion string `json:"engine_api_version"`
-	OS               string `json:"os"`
-	Kernel           string `json:"kernel"`
-	CgroupVersion    string `json:"cgroup_version"`
-	CgroupDriver     string `json:"cgroup_driver"`
-	CPUs             int    `json:"cpus"`
-	MemoryBytes      int64  `json:"memory_bytes"`
+	Description string `json:"description"` // "Docker 20.10.24, cgroup v1, 2 CPUs"
+	// EngineVersion, APIVersion and EngineAPIVersion are the Docker
+	// Engine's (empty on Kubernetes); Kubernetes is the node's (nil on
+	// Docker).
+	EngineVersion    string          `json:"engine_version"`
+	APIVersion       string          `json:"api_version"`
+	EngineAPIVersion string          `json:"engine_api_version"`
+	Kubernetes       *KubernetesView `json:"kubernetes,omitempty"`
+	OS               string          `json:"os"`
+	Kernel           string          `json:"kernel"`
+	CgroupVersion    string          `json:"cgroup_version"`
+	CgroupDriver     string          `json:"cgroup_driver"`
+	CPUs             int             `json:"cpus"`
+	MemoryBytes      int64           `json:"memory_bytes"`
 	// Limits is every limit flag with whether the host applies it;
 	// Unsupported the ones it does not, with why.
 	Limits         map[string]Support      `json:"limits"`
@@ -37,6 +41,16 @@ type HostView struct {
 	IOProbe        *IOProbe                `json:"io_probe,omitempty"`
 }
 
+// KubernetesView is a Kubernetes node as the API shows it.
+type KubernetesView struct {
+	Node             string `json:"node"`
+	ServerVersion    string `json:"server_version"`
+	KubeletVersion   string `json:"kubelet_version"`
+	ContainerRuntime string `json:"container_runtime"`
+	CPUManager       string `json:"cpu_manager"`
+	CPUManagerNote   string `json:"cpu_manager_note"`
+}
+
 // View is what the API shows of the host. Its lists are never null.
 func (h HostInfo) View() HostView {
 	v := HostView{
@@ -46,6 +60,10 @@ func (h HostInfo) View() HostView {
 		ProgressSource: h.ProgressSource, Samples: h.Samples, EngineWarnings: slices.Clone(h.Warnings),
 		IOWeight: h.IOWeight(), IOThrottle: h.IOThrottle(), DataRootDevice: h.DataRootDevice, DataRootNote: h.DataRootNote,
 		DataRootQueue: h.Queue,
+	}
+	if k := h.Kube; k != nil {
+		v.Kubernetes = &KubernetesView{Node: k.Node, ServerVersion: k.ServerVersion, KubeletVersion: k.KubeletVersion,
+			ContainerRuntime: k.Runtime, CPUManager: string(k.CPUManager), CPUManagerNote: k.CPUManagerNote}
 	}
 	for name, s := range h.Limits {
 		v.Limits[name] = s

@@ -5,17 +5,25 @@ import (
 	"strconv"
 )
 
+// CPUManagerPolicy is kubelet's CPU manager policy on a node, as a probe
+// pod found it ("" unknown).
+type CPUManagerPolicy string
+
 // kubelet's CPU manager policies, as a node's probe finds them.
 const (
 	// CPUManagerStatic gives a Guaranteed pod with a whole number of CPUs
 	// those CPUs to itself (an exclusive cpuset) and, since Kubernetes
 	// 1.33 (DisableCPUQuotaWithExclusiveCPUs), no CFS quota; every other
 	// pod shares the CPUs left, the shared pool.
-	CPUManagerStatic = "static"
+	CPUManagerStatic CPUManagerPolicy = "static"
 	// CPUManagerNone is the default: every pod may run on every CPU and
 	// limits.cpu is a CFS quota.
-	CPUManagerNone = "none"
+	CPUManagerNone CPUManagerPolicy = "none"
 )
+
+// StaticCPUManager says whether the host is a Kubernetes node whose
+// kubelet runs the static CPU manager policy.
+func (h Host) StaticCPUManager() bool { return h.Kubernetes && h.CPUManager == CPUManagerStatic }
 
 // Exclusive says whether the static CPU manager gives the pod CPUs of its
 // own: a Guaranteed pod whose CPU limit is a whole number of CPUs.
@@ -25,11 +33,11 @@ func (p Pod) Exclusive() bool {
 
 // cpuManagerWhy says why a lab that needs a CPU manager policy cannot run
 // on the host.
-func cpuManagerWhy(want string, h Host) string {
+func cpuManagerWhy(want CPUManagerPolicy, h Host) string {
 	if !h.Kubernetes {
 		return fmt.Sprintf("the lab needs kubelet's %s CPU manager policy: it runs on a Kubernetes node only", want)
 	}
-	got := h.CPUManager
+	got := string(h.CPUManager)
 	if got == "" {
 		got = "unknown"
 	}
@@ -48,7 +56,7 @@ func cpuManagerWhy(want string, h Host) string {
 // not shared). It refuses a group that asks for every CPU: the static
 // policy keeps at least one in the shared pool for the reserved CPUs.
 func placeExclusive(plan Plan, host Host) Errors {
-	if host.CPUManager != CPUManagerStatic || host.NCPU <= 0 {
+	if !host.StaticCPUManager() || host.NCPU <= 0 {
 		return nil
 	}
 	var errs Errors

@@ -23,11 +23,11 @@ type Lab struct {
 	RequiresCPUs int `json:"requires_cpus"`
 	// RequiresCPUManager is the kubelet CPU manager policy the lab needs
 	// of its node ("static"); empty for any engine.
-	RequiresCPUManager string          `json:"requires_cpu_manager,omitempty"`
-	Topic              string          `json:"topic"` // one of Topics
-	Verdict            *VerdictSpec    `json:"verdict,omitempty"`
-	Steps              []Step          `json:"steps,omitempty"`
-	Spec               json.RawMessage `json:"spec"`
+	RequiresCPUManager CPUManagerPolicy `json:"requires_cpu_manager,omitempty"`
+	Topic              string           `json:"topic"` // one of Topics
+	Verdict            *VerdictSpec     `json:"verdict,omitempty"`
+	Steps              []Step           `json:"steps,omitempty"`
+	Spec               json.RawMessage  `json:"spec"`
 	// Find makes the lab a limit search: its spec's "service" lane under
 	// one limit after another beside its "load" lane, until the smallest
 	// limit that meets the target (the spec's own limit is one example).

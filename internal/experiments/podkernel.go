@@ -93,7 +93,7 @@ func PodKernelFiles(p Pod, v2 bool) []KernelFile {
 	case p.ExclusiveCPUs > 0:
 		cpuset(KernelFile{Flag: "limits.cpu", Value: lim, Want: plural(p.ExclusiveCPUs, "CPU") + " of its own", CPUs: p.ExclusiveCPUs, Formula: staticFormula})
 	case p.SharedCPUs > 0:
-		cpuset(KernelFile{Flag: "cpuManagerPolicy", Value: CPUManagerStatic, Want: "the shared pool of " + plural(p.SharedCPUs, "CPU"), CPUs: p.SharedCPUs, Formula: staticFormula})
+		cpuset(KernelFile{Flag: "cpuManagerPolicy", Value: string(CPUManagerStatic), Want: "the shared pool of " + plural(p.SharedCPUs, "CPU"), CPUs: p.SharedCPUs, Formula: staticFormula})
 	}
 	if v2 {
 		q := "max"

@@ -50,7 +50,7 @@ type Host struct {
 	// found it ("static", "none"; empty when unknown or not Kubernetes),
 	// and CPUManagerNote what the probe saw. Under the static policy a
 	// Guaranteed pod of whole CPUs gets CPUs of its own and no quota.
-	CPUManager     string
+	CPUManager     CPUManagerPolicy
 	CPUManagerNote string
 	// DefaultMemory is the memory limit the server gives a lane that sets
 	// none (none if zero). A Kubernetes lane written as resources with no

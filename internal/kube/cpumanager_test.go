@@ -15,7 +15,7 @@ import (
 // k8s/run.sh starts the cluster a second time with kubelet's static CPU
 // manager for TestStaticCPUManagerLab, and says so here.
 func staticCluster() bool {
-	return os.Getenv("LIMITLAB_K8S_CPU_POLICY") == experiments.CPUManagerStatic
+	return os.Getenv("LIMITLAB_K8S_CPU_POLICY") == string(experiments.CPUManagerStatic)
 }
 
 // On the node without the static policy the lab is refused, saying what

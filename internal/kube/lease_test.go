@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestAForgedTaintWithAnExpiredLeaseIsCleared(t *testing.T) {
 			if tc.lease != nil {
 				_, _ = cs.CoordinationV1().Leases("limitlab").Create(ctx, tc.lease, metav1.CreateOptions{})
 			}
-			cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
+			cl := fakeEngine(cs, t.TempDir(), "n1")
 			if _, err := cl.pickNode(ctx); err != nil {
 				t.Fatalf("a node of a dead server's run: %v", err)
 			}
@@ -84,7 +85,7 @@ func TestAForgedTaintWithAnExpiredLeaseIsCleared(t *testing.T) {
 			if _, _, ok := taken(got); ok || len(got.Spec.Taints) != 0 {
 				t.Errorf("the dead server's mark stayed: %v %v", got.Labels, got.Spec.Taints)
 			}
-			if l, _ := cl.lease(ctx, "n1"); l != nil {
+			if l, _ := readLease(ctx, cl.c, "n1"); l != nil {
 				t.Errorf("the dead server's lease stayed: %+v", l.Spec)
 			}
 		})
@@ -93,12 +94,11 @@ func TestAForgedTaintWithAnExpiredLeaseIsCleared(t *testing.T) {
 	// A live lease of another server's is refused, and left alone.
 	cs := fake.NewSimpleClientset(marked("r2", "them"))
 	_, _ = cs.CoordinationV1().Leases("limitlab").Create(ctx, fakeLease("n1", "them/r2", time.Now()), metav1.CreateOptions{})
-	cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
+	cl := fakeEngine(cs, t.TempDir(), "n1")
 	if _, err := cl.pickNode(ctx); err == nil || !strings.Contains(err.Error(), "taken by run r2 of the Limit Lab server them") {
 		t.Errorf("a node another server's live run holds: %v", err)
 	}
-	cl.node = "n1"
-	if err := cl.take(ctx, "mine"); err == nil || !strings.Contains(err.Error(), "taken by run r2") {
+	if err := cl.lease.take(ctx, "mine"); err == nil || !strings.Contains(err.Error(), "taken by run r2") {
 		t.Errorf("taking it all the same: %v", err)
 	}
 	if got, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); got.Labels[engine.LabelRun] != "r2" {
@@ -112,12 +112,11 @@ func TestAForgedTaintWithAnExpiredLeaseIsCleared(t *testing.T) {
 func TestALeaseIsRenewedUntilReleased(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewSimpleClientset(fakeNode("n1", true, false, bootID))
-	cl := newCluster(cs, "https://fake", "limitlab", "me", t.TempDir(), "n1")
-	cl.node = "n1"
-	if err := cl.take(ctx, "r1"); err != nil {
+	cl := fakeEngine(cs, t.TempDir(), "n1")
+	if err := cl.lease.take(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := cl.lease(ctx, "n1")
+	l, err := readLease(ctx, cl.c, "n1")
 	if err != nil || l == nil || *l.Spec.HolderIdentity != "me/r1" {
 		t.Fatalf("lease after take: %+v %v", l, err)
 	}
@@ -125,10 +124,10 @@ func TestALeaseIsRenewedUntilReleased(t *testing.T) {
 	// The renewer's own pace is LeaseTTL/3; one run at a test's pace.
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); cl.renew(rctx, "n1", "r1", 10*time.Millisecond) }()
+	go func() { defer close(done); renew(rctx, cl.c, "n1", "r1", 10*time.Millisecond) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, _ = cl.lease(ctx, "n1")
+		l, _ = readLease(ctx, cl.c, "n1")
 		if l.Spec.RenewTime.After(first) || time.Now().After(deadline) {
 			break
 		}
@@ -139,14 +138,97 @@ func TestALeaseIsRenewedUntilReleased(t *testing.T) {
 	if !l.Spec.RenewTime.After(first) {
 		t.Error("the lease was not renewed")
 	}
-	if err := cl.release(ctx, "r1"); err != nil {
+	if err := cl.lease.release(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := cl.lease(ctx, "n1"); l != nil {
+	if l, _ := readLease(ctx, cl.c, "n1"); l != nil {
 		t.Errorf("the lease after release: %+v", l.Spec)
 	}
 	n, _ := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 	if _, _, ok := taken(n); ok || len(n.Spec.Taints) != 0 {
 		t.Errorf("the node after release: %v %v", n.Labels, n.Spec.Taints)
+	}
+}
+
+// TestLeaseTransitions: every state and event of a hold, through its one
+// transition function.
+func TestLeaseTransitions(t *testing.T) {
+	for _, tc := range []struct {
+		from leaseState
+		ev   leaseEvent
+		to   leaseState
+		ok   bool
+	}{
+		{leaseIdle, leaseTaken, leaseHeld, true},
+		{leaseIdle, leaseReleased, leaseIdle, true},
+		{leaseIdle, leaseGone, leaseIdle, false},
+		{leaseHeld, leaseTaken, leaseHeld, false},
+		{leaseHeld, leaseReleased, leaseIdle, true},
+		{leaseHeld, leaseGone, leaseLost, true},
+		{leaseLost, leaseTaken, leaseHeld, true},
+		{leaseLost, leaseReleased, leaseIdle, true},
+		{leaseLost, leaseGone, leaseLost, false},
+	} {
+		if to, ok := tc.from.transition(tc.ev); to != tc.to || ok != tc.ok {
+			t.Errorf("%s, %s: %s %v; want %s %v", tc.from, tc.ev, to, ok, tc.to, tc.ok)
+		}
+	}
+}
+
+// TestAHoldsLife walks a hold through its states on client-go's fake
+// clientset: taken by a run; refused to a second; lost when another party
+// deletes its lease while it runs; released; taken again. Each step
+// checks the hold's state and the lease the cluster holds.
+func TestAHoldsLife(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewSimpleClientset(fakeNode("n1", true, false, bootID))
+	e := fakeEngine(cs, t.TempDir(), "n1")
+	e.lease.every = 5 * time.Millisecond
+	deleteLease := func() error {
+		return cs.CoordinationV1().Leases("limitlab").Delete(ctx, leaseName("n1"), metav1.DeleteOptions{})
+	}
+	for _, step := range []struct {
+		name    string
+		do      func() error
+		wantErr string
+		state   leaseState
+		run     string
+		holder  string // the lease's holder on the cluster; "" none
+	}{
+		{"a run takes the node", func() error { return e.lease.ensure(ctx, "r1", slog.Default()) }, "", leaseHeld, "r1", "me/r1"},
+		{"the same run again", func() error { return e.lease.ensure(ctx, "r1", slog.Default()) }, "", leaseHeld, "r1", "me/r1"},
+		{"a second run is refused", func() error { return e.lease.take(ctx, "r2") }, "taken by run r1", leaseHeld, "r1", "me/r1"},
+		{"another party deletes the lease", func() error {
+			if err := deleteLease(); err != nil {
+				return err
+			}
+			return poll(ctx, "the hold to be lost", 10*time.Second, func(context.Context) (bool, error) {
+				st, _ := e.lease.State()
+				return st == leaseLost, nil
+			})
+		}, "", leaseLost, "r1", ""},
+		{"the run releases it", func() error { return e.lease.release(ctx, "r1") }, "", leaseIdle, "", ""},
+		{"a releasing nobody holds", func() error { return e.lease.release(ctx, "") }, "", leaseIdle, "", ""},
+		{"a second run takes it", func() error { return e.lease.ensure(ctx, "r2", slog.Default()) }, "", leaseHeld, "r2", "me/r2"},
+		{"the server lets it go", func() error { return e.ReapInstance(ctx, "me", nil) }, "", leaseIdle, "", ""},
+	} {
+		err := step.do()
+		if step.wantErr == "" && err != nil || step.wantErr != "" && (err == nil || !strings.Contains(err.Error(), step.wantErr)) {
+			t.Fatalf("%s: %v, want %q", step.name, err, step.wantErr)
+		}
+		if st, run := e.lease.State(); st != step.state || run != step.run {
+			t.Errorf("%s: hold %s of %q, want %s of %q", step.name, st, run, step.state, step.run)
+		}
+		l, err := readLease(ctx, e.c, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if l != nil {
+			got = *l.Spec.HolderIdentity
+		}
+		if got != step.holder {
+			t.Errorf("%s: the lease's holder %q, want %q", step.name, got, step.holder)
+		}
 	}
 }

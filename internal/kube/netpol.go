@@ -37,8 +37,8 @@ func RunPolicy(instance, runID string) *networkingv1.NetworkPolicy {
 }
 
 // isolate gives a run its NetworkPolicy.
-func (c *Cluster) isolate(ctx context.Context, runID string) error {
-	_, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Create(ctx, RunPolicy(c.instance, runID), metav1.CreateOptions{})
+func isolate(ctx context.Context, c *client, runID string) error {
+	_, err := c.cs.NetworkingV1().NetworkPolicies(c.cfg.Namespace).Create(ctx, RunPolicy(c.cfg.Instance, runID), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("kube: run %s's network policy: %w", runID, err)
 	}
@@ -46,15 +46,15 @@ func (c *Cluster) isolate(ctx context.Context, runID string) error {
 }
 
 // unisolate deletes a run's NetworkPolicy.
-func (c *Cluster) unisolate(ctx context.Context, runID string) error {
-	sel := engine.LabelInstance + "=" + c.instance + "," + engine.LabelRun + "=" + runID
-	list, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+func unisolate(ctx context.Context, c *client, runID string) error {
+	sel := engine.LabelInstance + "=" + c.cfg.Instance + "," + engine.LabelRun + "=" + runID
+	list, err := c.cs.NetworkingV1().NetworkPolicies(c.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return fmt.Errorf("kube: list network policies %s: %w", sel, err)
 	}
 	var errs []error
 	for _, p := range list.Items {
-		if err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.cs.NetworkingV1().NetworkPolicies(c.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}

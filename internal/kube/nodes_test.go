@@ -24,6 +24,12 @@ func fakeNode(name string, ready, cordoned bool, boot string) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}, NodeInfo: corev1.NodeSystemInfo{BootID: boot}}}
 }
 
+// fakeEngine is an engine of the fake cluster cs for node, its cgroup
+// files under root.
+func fakeEngine(cs *fake.Clientset, root, node string) *Engine {
+	return newCluster(cs, "https://fake", Config{Namespace: "limitlab", Instance: "me", CgroupRoot: root}).Engine(node)
+}
+
 func fakePod(name, node, run string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "limitlab", Labels: map[string]string{engine.LabelRun: run, engine.LabelInstance: "me"}},
 		Spec: corev1.PodSpec{NodeName: node}}
@@ -42,15 +48,15 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 		fakeNode("down", false, false, "x"), fakeNode("cordoned", true, true, "y"),
 		fakePod("a-here", "here", "run-a"), fakePod("a-there", "there", "run-a"))
 	ctx := context.Background()
-	cl := newCluster(cs, "https://fake", "limitlab", "me", root, "")
+	cl := newCluster(cs, "https://fake", Config{Namespace: "limitlab", Instance: "me", CgroupRoot: root})
 
 	nodes, err := cl.Nodes(ctx)
 	if err != nil || !slices.Equal(nodes, []string{"down", "here", "there"}) {
 		t.Fatalf("Nodes = %v, %v; want every node not cordoned", nodes, err)
 	}
-	here, there, down := cl.ForNode("here"), cl.ForNode("there"), cl.ForNode("down")
+	here, there, down := cl.Engine("here"), cl.Engine("there"), cl.Engine("down")
 	h, err := here.Probe(ctx)
-	if err != nil || h.Node != "here" || !strings.Contains(h.CPUManagerNote, "not probed") {
+	if err != nil || h.Kube == nil || h.Kube.Node != "here" || !strings.Contains(h.Kube.CPUManagerNote, "not probed") {
 		t.Fatalf("probe of this machine's node: %+v, %v", h, err)
 	}
 	if _, err := there.Probe(ctx); err == nil || !strings.Contains(err.Error(), "not the machine the server runs on") {
@@ -59,7 +65,7 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 	if _, err := down.Probe(ctx); err == nil || !strings.Contains(err.Error(), "not Ready") {
 		t.Errorf("probe of a node not Ready: %v", err)
 	}
-	if _, err := cl.ForNode("cordoned").Probe(ctx); err == nil || !strings.Contains(err.Error(), "cordoned") {
+	if _, err := cl.Engine("cordoned").Probe(ctx); err == nil || !strings.Contains(err.Error(), "cordoned") {
 		t.Errorf("probe of a cordoned node: %v", err)
 	}
 
@@ -76,7 +82,7 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 	if _, err := here.Probe(ctx); err == nil || !strings.Contains(err.Error(), "taken by run theirs of the Limit Lab server another") {
 		t.Errorf("probe of a node another server's run holds: %v", err)
 	}
-	if got, err := cl.pickNode(ctx); err != nil || got.Name != "there" {
+	if got, err := cl.Engine("").pickNode(ctx); err != nil || got.Name != "there" {
 		t.Errorf("the cluster's node with this one held elsewhere: %s, %v; want there", got.Name, err)
 	}
 	n, _ = cs.CoreV1().Nodes().Get(ctx, "here", metav1.GetOptions{})
@@ -88,7 +94,7 @@ func TestEachNodeIsAnEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := here.take(ctx, "run-a"); err != nil {
+	if err := here.lease.take(ctx, "run-a"); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]bool{"here": true, "there": false} {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/sampler"
@@ -29,20 +30,36 @@ const (
 	SamplerPort       = 7071
 )
 
-// ReadThroughSampler makes the cluster read its pods' cgroup files
-// through the node's sampler even where the server could read them
-// itself: to measure the sampler, and to test it on a one-node cluster.
-func (c *Cluster) ReadThroughSampler() {
-	c.mu.Lock()
-	c.viaSampler = true
-	c.mu.Unlock()
+// samplerLocator finds the sampler on a node and keeps its client while
+// its pod's address stays the same.
+type samplerLocator struct {
+	c *client
+
+	mu  sync.Mutex
+	smp *sampler.Client // nil: the pods' cgroup files are read here
 }
 
-// sampler is the client of the sampler on node, found anew when its pod's
-// address changed: its Running pod there, reached at its pod address with
-// the token from its Secret, which must answer a ping.
-func (c *Cluster) samplerOn(ctx context.Context, node string) (*sampler.Client, error) {
-	list, err := c.cs.CoreV1().Pods(SamplerNamespace).List(ctx, metav1.ListOptions{
+// current is the sampler the pods' cgroup files are read through; nil if
+// they are read here.
+func (s *samplerLocator) current() *sampler.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.smp
+}
+
+// readHere reads the pods' cgroup files here from now on.
+func (s *samplerLocator) readHere() {
+	s.mu.Lock()
+	s.smp = nil
+	s.mu.Unlock()
+}
+
+// locate finds the sampler on node, and reads the pods' cgroup files
+// through it from now on: its Running pod there, reached at its pod
+// address with the token from its Secret, which must answer a ping. Its
+// client is made anew when its pod's address changed.
+func (s *samplerLocator) locate(ctx context.Context, node string) (*sampler.Client, error) {
+	list, err := s.c.cs.CoreV1().Pods(SamplerNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/name=" + SamplerApp,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
@@ -60,13 +77,10 @@ func (c *Cluster) samplerOn(ctx context.Context, node string) (*sampler.Client, 
 		return nil, fmt.Errorf("no sampler pod runs on node %s (deploy/kubernetes/sampler.yaml, in namespace %s)", node, SamplerNamespace)
 	}
 	address := "https://" + net.JoinHostPort(ip, strconv.Itoa(SamplerPort))
-	c.mu.Lock()
-	smp := c.smp
-	c.mu.Unlock()
-	if smp != nil && smp.Address() == address {
+	if smp := s.current(); smp != nil && smp.Address() == address {
 		return smp, smp.Ping(ctx)
 	}
-	sec, err := c.cs.CoreV1().Secrets(SamplerNamespace).Get(ctx, SamplerSecret, metav1.GetOptions{})
+	sec, err := s.c.cs.CoreV1().Secrets(SamplerNamespace).Get(ctx, SamplerSecret, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("the sampler's Secret: %w", err)
 	}
@@ -78,27 +92,26 @@ func (c *Cluster) samplerOn(ctx context.Context, node string) (*sampler.Client, 
 	if len(ca) == 0 {
 		return nil, fmt.Errorf("the sampler serves TLS on Kubernetes: its Secret %s/%s needs the CA that signed its certificate under ca.crt (deploy/kubernetes/sampler.yaml)", SamplerNamespace, SamplerSecret)
 	}
-	smp, err = sampler.NewClientTLS(address, token, ca, SamplerServerName)
+	smp, err := sampler.NewClientTLS(address, token, ca, SamplerServerName)
 	if err != nil {
 		return nil, err
 	}
 	if err := smp.Ping(ctx); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.smp = smp
-	c.mu.Unlock()
+	s.mu.Lock()
+	s.smp = smp
+	s.mu.Unlock()
 	return smp, nil
 }
 
-// openPod opens a started pod's container's cgroup files: here, or
-// through the node's sampler.
-func (c *Cluster) openPod(ctx context.Context, uid, cid string) (engine.CgroupFiles, error) {
-	c.mu.Lock()
-	smp := c.smp
-	c.mu.Unlock()
-	if smp != nil {
-		return smp.OpenPod(ctx, uid, cid)
+// files opens a started pod's container's cgroup files: through the
+// node's sampler if there is one (remote), else here under root.
+func (s *samplerLocator) files(ctx context.Context, uid, cid string) (engine.CgroupFiles, bool, error) {
+	if smp := s.current(); smp != nil {
+		cg, err := smp.OpenPod(ctx, uid, cid)
+		return cg, true, err
 	}
-	return engine.FindPodCgroup(c.cgroupRoot, uid, cid)
+	cg, err := engine.FindPodCgroup(s.c.cfg.CgroupRoot, uid, cid)
+	return cg, false, err
 }

@@ -34,7 +34,7 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manage
 }
 
 // ThroughSampler is Manager reading the pods' cgroup files through the
-// node's sampler (kube.Cluster.ReadThroughSampler), which k8s/run.sh
+// node's sampler (kube.Config.ViaSampler), which k8s/run.sh
 // deploys for the test that wants it.
 func ThroughSampler(t testing.TB, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
 	t.Helper()
@@ -47,29 +47,26 @@ func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) 
 	if kc == "" || bin == "" {
 		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster and image: run make test-k8s, which starts one")
 	}
-	cl, err := kube.Connect(kc, Namespace, Instance, "/sys/fs/cgroup")
+	img, err := engine.OCIImageRef(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if viaSampler {
-		cl.ReadThroughSampler()
+	cl, err := kube.Connect(kube.Config{Kubeconfig: kc, Namespace: Namespace, Instance: Instance, CgroupRoot: "/sys/fs/cgroup", Image: img, ViaSampler: viaSampler})
+	if err != nil {
+		t.Fatal(err)
 	}
+	e := cl.Engine("")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	img, err := engine.OCIImageRef(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.UseImage(img)
 	prepare := func(ctx context.Context) (engine.HostInfo, string, error) {
-		h, err := cl.Probe(ctx)
+		h, err := e.Probe(ctx)
 		return h, img, err
 	}
 	opts := workshop.Options{Instance: Instance, Log: slog.Default(), Quotas: &workshop.Quotas{},
-		Pool: []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: cl, Prepare: prepare}}}
+		Pool: []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: e, Prepare: prepare}}}
 	m := enginetest.Managed(t, nil, opts, options...)
 	enginetest.WaitFor(t, 30*time.Second, "the cluster's node to be ready", func() bool {
 		for _, e := range m.Engines() {

@@ -12,7 +12,7 @@ import (
 
 // Backend is what a run asks of the engine its lanes run on: Docker
 // (engine.Docker, on a real or the fake engine) or Kubernetes
-// (kube.Cluster). Everything else about a run (its order and phases, its
+// (kube.Pods). Everything else about a run (its order and phases, its
 // samples, its verdict) is the runner's, whatever the backend.
 type Backend interface {
 	// Create makes lane's container or pod ready to start and reports
