@@ -33,38 +33,36 @@ const (
 	plotW, plotH = 600.0, 240.0
 )
 
-func svgNum(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-
 func plotOfSearch(v workshop.SearchView) findPlot {
 	top := niceCeil(2 * v.Spec.Target.P99Ms)
 	span := v.Max - v.Min
 	x := func(limit float64) float64 { return (limit - v.Min) / span * plotW }
 	y := func(ms float64) float64 { return plotH - math.Min(ms, top)/top*plotH }
-	p := findPlot{Top: top, TargetY: svgNum(y(v.Spec.Target.P99Ms))}
+	p := findPlot{Top: top, TargetY: f1(y(v.Spec.Target.P99Ms))}
 	for _, pr := range v.Probes {
 		if pr.Result == nil {
 			continue
 		}
-		pt := findPoint{X: svgNum(x(pr.Limit)), Y: svgNum(y(pr.Result.P99Ms)), Meets: pr.Meets != nil && *pr.Meets,
+		pt := findPoint{X: f1(x(pr.Limit)), Y: f1(y(pr.Result.P99Ms)), Meets: pr.Meets != nil && *pr.Meets,
 			Clipped: pr.Result.P99Ms > top,
-			Title:   v.Spec.Search.Limit + " " + pr.Text + ": p99 " + f1(pr.Result.P99Ms) + " ms, throttled " + strconv.FormatFloat(100*pr.Result.Throttled, 'f', 0, 64) + "%"}
+			Title:   string(v.Spec.Search.Limit) + " " + pr.Text + ": p99 " + f1(pr.Result.P99Ms) + " ms, throttled " + strconv.FormatFloat(100*pr.Result.Throttled, 'f', 0, 64) + "%"}
 		if pr.Result.Died != "" {
 			// No latency to draw: it stands above the chart, missed.
-			pt.Y, pt.Clipped, pt.Title = svgNum(y(top)), true, v.Spec.Search.Limit+" "+pr.Text+": "+pr.Result.Died
+			pt.Y, pt.Clipped, pt.Title = f1(y(top)), true, string(v.Spec.Search.Limit)+" "+pr.Text+": "+pr.Result.Died
 		}
 		p.Points = append(p.Points, pt)
 	}
-	if v.Needs > v.Min && v.Needs < v.Max && v.Spec.Search.Limit == "cpus" {
-		p.FloorX = svgNum(x(v.Needs))
+	if v.Needs > v.Min && v.Needs < v.Max && v.Spec.Search.Limit == experiments.FindCPUs {
+		p.FloorX = f1(x(v.Needs))
 	}
 	if v.Answer != nil && v.Answer.Found {
-		p.AnswerX = svgNum(x(v.Answer.Limit))
+		p.AnswerX = f1(x(v.Answer.Limit))
 	}
 	for k := 0; k <= 4; k++ {
 		l := v.Min + span*float64(k)/4
-		p.XTicks = append(p.XTicks, findTick{At: svgNum(x(l)), Label: strconv.FormatFloat(l, 'g', 3, 64)})
+		p.XTicks = append(p.XTicks, findTick{At: f1(x(l)), Label: strconv.FormatFloat(l, 'g', 3, 64)})
 		ms := top * float64(k) / 4
-		p.YTicks = append(p.YTicks, findTick{At: svgNum(y(ms)), Label: strconv.FormatFloat(ms, 'g', 3, 64)})
+		p.YTicks = append(p.YTicks, findTick{At: f1(y(ms)), Label: strconv.FormatFloat(ms, 'g', 3, 64)})
 	}
 	return p
 }

@@ -44,17 +44,24 @@ type FindLoad struct {
 // "memory" (a size, as --memory takes it), from Min to Max at Resolution,
 // each limit run at most Repeats times.
 type FindSearch struct {
-	Limit      string `json:"limit"`
-	Min        Value  `json:"min"`
-	Max        Value  `json:"max"`
-	Resolution Value  `json:"resolution"`
-	Repeats    int    `json:"repeats,omitempty"`
+	Limit      LimitKind `json:"limit"`
+	Min        Value     `json:"min"`
+	Max        Value     `json:"max"`
+	Resolution Value     `json:"resolution"`
+	Repeats    int       `json:"repeats,omitempty"`
 }
 
-// The limits a search may take, and its bounds.
+// LimitKind is the limit a search takes: FindCPUs or FindMemory.
+type LimitKind string
+
+// The limits a search may take.
 const (
-	FindCPUs       = "cpus"
-	FindMemory     = "memory"
+	FindCPUs   LimitKind = "cpus"
+	FindMemory LimitKind = "memory"
+)
+
+// A search's bounds.
+const (
 	DefaultRepeats = 3
 	// MaxProbes bounds a search's runs, whatever its range: with the
 	// queue's and the participant's quotas, it bounds its time.
@@ -243,7 +250,7 @@ func (fs FindSpec) ProbeSpec(limit float64) Spec {
 
 // LimitText is a searched limit in the docker CLI's words: 0.65 (CPUs),
 // 96m.
-func LimitText(limit string, v float64) string {
+func LimitText(limit LimitKind, v float64) string {
 	if limit == FindMemory {
 		return strconv.FormatInt(int64(math.Round(v)), 10) + "m"
 	}

@@ -10,7 +10,7 @@ import (
 // searches. Errors name the field ("then.min", "fixed.cpus").
 func (fs FindSpec) checkTurns() Errors {
 	var errs Errors
-	searched := map[string]bool{fs.Search.Limit: true}
+	searched := map[LimitKind]bool{fs.Search.Limit: true}
 	if t := fs.Then; t != nil {
 		switch {
 		case t.Limit == fs.Search.Limit:
@@ -29,9 +29,9 @@ func (fs FindSpec) checkTurns() Errors {
 		}
 		searched[t.Limit] = true
 	}
-	for limit, set := range map[string]bool{FindCPUs: fs.Fixed.CPUs != "", FindMemory: fs.Fixed.Memory != ""} {
+	for limit, set := range map[LimitKind]bool{FindCPUs: fs.Fixed.CPUs != "", FindMemory: fs.Fixed.Memory != ""} {
 		if set && searched[limit] {
-			errs = append(errs, FieldError{Lane: -1, Field: "fixed." + limit, Message: "the search sets this limit in every probe: leave it out of fixed"})
+			errs = append(errs, FieldError{Lane: -1, Field: "fixed." + string(limit), Message: "the search sets this limit in every probe: leave it out of fixed"})
 		}
 	}
 	return errs

@@ -81,6 +81,9 @@ type LaneResult struct {
 	// bounds, while it ran.
 	Phases []Phase `json:"phases,omitempty"`
 	Error  string  `json:"error,omitempty"`
+	// Failure is why the workload could not do its work, as its summary
+	// names it ("unanswered": a load's service never answered).
+	Failure wire.FailureKind `json:"failure,omitempty"`
 }
 
 // Phase is a stretch of a run between two phase bounds, as one lane saw it.
@@ -278,7 +281,7 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	lv.ChartLimits, lv.Flags = chartLimits(now), liveFlags(now)
 	lv.Disk, lv.Load = pl.Workload.Disk(), pl.Workload.Kind == experiments.KindLoad
 	if s := l.summary; s != nil {
-		lv.Result = s.Result
+		lv.Result, lv.Failure = s.Result, s.Failure
 		if pl.Workload.Kind == experiments.KindLoad {
 			lv.Requests, lv.Failures, lv.RPS, lv.LatencyMs = int64(s.Done), s.Failures, s.Throughput, s.Latency
 		}

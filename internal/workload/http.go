@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // setGOMAXPROCS applies the http workload's gomaxprocs setting: "auto"
@@ -147,7 +149,7 @@ func loadWork(target string, requests, concurrency, burst int, rate, seconds flo
 		Transport: &http.Transport{MaxIdleConnsPerHost: max(concurrency, 64), MaxConnsPerHost: 0},
 	}
 	if err := waitReady(client, target, 20*time.Second); err != nil {
-		return "", err
+		return "", &failure{kind: wire.FailureUnanswered, err: err}
 	}
 	var deadline time.Time
 	if seconds > 0 {

@@ -36,11 +36,24 @@ const ProgressInterval = 200 * time.Millisecond
 // Main runs the workload named by args[0] and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if err := run(context.Background(), args, stdout); err != nil {
+		if f := (*failure)(nil); errors.As(err, &f) {
+			// The server reads why from the summary, not from the message.
+			_ = json.NewEncoder(stdout).Encode(wire.Summary{Final: true, Failure: f.kind})
+		}
 		fmt.Fprintln(stderr, "workload:", err)
 		return 2
 	}
 	return 0
 }
+
+// failure is an error whose kind the workload's summary names.
+type failure struct {
+	kind wire.FailureKind
+	err  error
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
 
 // workBegan is when the first thread of the work began it, in Unix
 // nanoseconds, for the workloads that say (firstWork); the others'

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // MaxSearches is how many searches the finder keeps in memory, running or
@@ -92,23 +92,17 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	return s, nil
 }
 
-// forgetLocked drops the oldest ended searches while more than
-// MaxSearches are kept. It runs when a search starts and when one ends,
-// since a search stopped just before another starts may not have ended
-// yet. Running searches are kept, however many.
+// forgetLocked drops the oldest searches, while they have ended and more
+// than MaxSearches are kept. It runs when a search starts and when one
+// ends, since a search stopped just before another starts may not have
+// ended yet. The oldest still running keeps those after it.
 func (f *Finder) forgetLocked() {
-	over := len(f.order) - MaxSearches
-	if over <= 0 {
-		return
+	n := 0
+	for len(f.order)-n > MaxSearches && f.order[n].isEnded() {
+		delete(f.searches, f.order[n].id)
+		n++
 	}
-	f.order = slices.DeleteFunc(f.order, func(o *Search) bool {
-		if over == 0 || !o.isEnded() {
-			return false
-		}
-		over--
-		delete(f.searches, o.id)
-		return true
-	})
+	f.order = slices.Delete(f.order, 0, n)
 }
 
 // runningLocked is the id of a search of the participant's that is still
@@ -249,7 +243,7 @@ func serviceDied(v runner.RunView) string {
 		return "the kernel OOM killed the service"
 	case load.ExitCode != nil && *load.ExitCode != 0 && svc.ExitCode != nil && *svc.ExitCode != 0 && svc.EndedAt <= load.EndedAt && !svc.TimedOut:
 		return fmt.Sprintf("the service exited (%d) before its load ended", *svc.ExitCode)
-	case strings.Contains(load.Error, "did not answer"):
+	case load.Failure == wire.FailureUnanswered:
 		return "the service never answered"
 	}
 	return ""

@@ -49,7 +49,8 @@ func TestFakeServiceDied(t *testing.T) {
 		{"exited on its own after its load", runner.LaneResult{ExitCode: exit(2), EndedAt: 9}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8}, ""},
 		{"stopped when its time ran out", runner.LaneResult{ExitCode: exit(2), EndedAt: 3, TimedOut: true}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8}, ""},
 		{"its load failed, the service did not", runner.LaneResult{ExitCode: exit(0), EndedAt: 9}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8}, ""},
-		{"never answered", runner.LaneResult{ExitCode: exit(0), EndedAt: 9}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8, Error: "the service did not answer within 10s"}, "never answered"},
+		{"never answered", runner.LaneResult{ExitCode: exit(0), EndedAt: 9}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8, Failure: wire.FailureUnanswered, Error: "workload: target http://10.0.0.1:8080/ did not answer within 20s"}, "never answered"},
+		{"a load that failed otherwise", runner.LaneResult{ExitCode: exit(0), EndedAt: 9}, runner.LaneResult{ExitCode: exit(1), EndedAt: 8, Error: "the service did not answer within 10s"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := serviceDied(probeRun(tc.svc, tc.load))

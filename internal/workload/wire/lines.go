@@ -36,18 +36,30 @@ type Summary struct {
 	// BeganAt is when the first unit of work began, in Unix nanoseconds
 	// on the workload's host clock.
 	BeganAt int64 `json:"began_at,omitempty"`
+	// Failure is why the workload could not do its work, when it could
+	// not: the summary of a workload that failed says so, beside its
+	// message on stderr.
+	Failure FailureKind `json:"failure,omitempty"`
 }
+
+// FailureKind is why a workload could not do its work.
+type FailureKind string
+
+// FailureUnanswered: a load's service never answered, within the time a
+// service has to start.
+const FailureUnanswered FailureKind = "unanswered"
 
 // Line is either kind of line, as the server reads it; Final tells which.
 type Line struct {
 	Progress
-	Final      bool    `json:"final"`
-	WallS      float64 `json:"wall_s"`
-	UserS      float64 `json:"user_s"`
-	SysS       float64 `json:"sys_s"`
-	Throughput float64 `json:"throughput"`
-	Result     string  `json:"result"`
-	BeganAt    int64   `json:"began_at"`
+	Final      bool        `json:"final"`
+	WallS      float64     `json:"wall_s"`
+	UserS      float64     `json:"user_s"`
+	SysS       float64     `json:"sys_s"`
+	Throughput float64     `json:"throughput"`
+	Result     string      `json:"result"`
+	BeganAt    int64       `json:"began_at"`
+	Failure    FailureKind `json:"failure"`
 }
 
 // Latency is a latency summary in milliseconds, as load testers report
