@@ -94,3 +94,35 @@ func TestJudgeNoise(t *testing.T) {
 		t.Error("an IO verdict made inconclusive by CPU load")
 	}
 }
+
+// TestTheNoiseBand: a verdict the host's load made inconclusive holds
+// when each figure lies within the tolerance of the range between the
+// plain prediction and the one with the other work served first, and not
+// when a figure lies beyond it. The figures are the QoS lab's on the test
+// cluster, its control plane on the same two CPUs.
+func TestTheNoiseBand(t *testing.T) {
+	lanes := []CPUDemand{{Threads: 2, Quota: 1, Shares: 1024}, {Threads: 2, Shares: 512}, {Threads: 2, Shares: 2}}
+	rows := func(foreign float64) []NoisyRow {
+		var rs []NoisyRow
+		for i := range lanes {
+			rs = append(rs, NoisyRow{Name: "the window every lane ran in", Lanes: lanes, Lane: i, Foreign: foreign})
+		}
+		return rs
+	}
+	for _, c := range []struct {
+		name     string
+		measured []float64
+		foreign  float64
+		held     bool
+	}{
+		{"the Burstable pod short by the control plane's share", []float64{1, 0.79, 0.03}, 0.24, true},
+		{"short by more than the control plane took", []float64{1, 0.5, 0.03}, 0.24, false},
+		{"the BestEffort pod far past starved", []float64{1, 0.79, 0.3}, 0.24, false},
+	} {
+		v := Verdict{Judged: true, Metric: MetricCPU, Tolerance: 0.2, Predicted: []float64{1, 1, 0.004}, Measured: c.measured, Explanation: "measured"}
+		got := JudgeNoise(v, 2, rows(c.foreign))
+		if !got.Inconclusive || got.Pass || got.Held != c.held || !strings.Contains(got.Explanation, "With that other work served first, the model predicts 1.00 : 0.76") {
+			t.Errorf("%s: inconclusive %v, pass %v, held %v (want %v): %s", c.name, got.Inconclusive, got.Pass, got.Held, c.held, got.Explanation)
+		}
+	}
+}

@@ -244,9 +244,47 @@ func JudgeNoise(v Verdict, ncpu int, rows []NoisyRow) Verdict {
 		}
 	}
 	b := rows[busiest]
-	v.Inconclusive, v.Held, v.Pass = true, v.Pass, false
+	counted, within := noiseBand(v, kept)
+	v.Inconclusive, v.Held, v.Pass = true, v.Pass || within, false
 	v.Noise = fmt.Sprintf("the host was too busy to judge: %.2f cores of other work than this run and %.2f of steal in %s could have moved %s by %s, more than the tolerance of %s",
 		b.Foreign, b.Steal, b.Name, rows[at].Name, percent(min(worst, 9.99)), percent(v.Tolerance))
 	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
+	if counted != nil {
+		v.Explanation += fmt.Sprintf(" With that other work served first, the model predicts %s", ratios(counted))
+		if within {
+			v.Explanation += fmt.Sprintf(": every figure is within %s of the range between the two predictions.", percent(v.Tolerance))
+		} else {
+			v.Explanation += fmt.Sprintf(": a figure lies more than %s outside the range between the two predictions.", percent(v.Tolerance))
+		}
+	}
 	return v
+}
+
+// noiseBand is the prediction with the host's other work served before
+// the lanes (counted, a row's prediction scaled by the share of CPU it
+// kept against the first row's), and whether every measured figure lies
+// within the tolerance of the range between that and the plain
+// prediction: the other work took somewhere between nothing of a lane and
+// first turn on every CPU it used. Nil for a metric the model does not
+// scale this way.
+func noiseBand(v Verdict, kept []float64) (counted []float64, within bool) {
+	if v.Metric != MetricCPU && v.Metric != MetricWallTime || len(kept) != len(v.Predicted) || len(v.Measured) != len(v.Predicted) || kept[0] <= 0 {
+		return nil, false
+	}
+	within = true
+	for i, p := range v.Predicted {
+		c := p * kept[i] / kept[0]
+		if v.Metric == MetricWallTime {
+			c = math.Inf(1)
+			if kept[i] > 0 {
+				c = p * kept[0] / kept[i]
+			}
+		}
+		counted = append(counted, c)
+		near := math.Min(math.Max(v.Measured[i], math.Min(p, c)), math.Max(p, c))
+		if ratioDeviation(v.Measured[i], near) > v.Tolerance {
+			within = false
+		}
+	}
+	return counted, within
 }
