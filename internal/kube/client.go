@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -33,23 +31,33 @@ const (
 	podGoneTimeout  = time.Minute
 )
 
-// poll calls done, sooner at first and then every second at most, until
-// it says it is done, fails, or timeout passes: then it says what did not
-// happen in time. It is the package's one way to wait for the cluster.
+// poll calls done, every 50 ms at first and then half as long again each
+// time up to a second, until it says it is done, fails, or timeout
+// passes: then it says what did not happen in time. It is the package's
+// one way to wait for the cluster. (apimachinery's exponential backoff
+// stops at its cap rather than staying there.)
 func poll(ctx context.Context, what string, timeout time.Duration, done func(context.Context) (bool, error)) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	b := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Cap: time.Second, Steps: math.MaxInt32}
-	err := wait.ExponentialBackoffWithContext(tctx, b, done)
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case wait.Interrupted(err):
-		return fmt.Errorf("kube: %s: not within %s", what, timeout)
+	delay := 50 * time.Millisecond
+	for {
+		ok, err := done(tctx)
+		switch {
+		case ok:
+			return nil
+		case err != nil && tctx.Err() == nil:
+			return err
+		}
+		select {
+		case <-tctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("kube: %s: not within %s", what, timeout)
+		case <-time.After(delay):
+		}
+		delay = min(delay*3/2, time.Second)
 	}
-	return err
 }
 
 func notFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -232,3 +232,27 @@ func TestAHoldsLife(t *testing.T) {
 		}
 	}
 }
+
+// TestPoll: the one wait waits as long as it is given, past its largest
+// interval, and says what did not happen in time.
+func TestPoll(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	began := time.Now()
+	err := poll(ctx, "the thing", 4*time.Second, func(context.Context) (bool, error) {
+		calls++
+		return time.Since(began) > 2*time.Second, nil
+	})
+	if err != nil {
+		t.Errorf("a condition met after 2 s, within 4 s: %v after %d calls", err, calls)
+	}
+	err = poll(ctx, "the thing", 300*time.Millisecond, func(context.Context) (bool, error) { return false, nil })
+	if err == nil || !strings.Contains(err.Error(), "the thing: not within 300ms") {
+		t.Errorf("a condition never met: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := poll(cctx, "the thing", time.Second, func(context.Context) (bool, error) { return false, nil }); err != context.Canceled {
+		t.Errorf("a cancelled wait: %v", err)
+	}
+}
