@@ -9,228 +9,270 @@ import (
 	"github.com/docker/go-units"
 )
 
-// ResolveLimits parses and checks one lane's limits. Errors carry only the
-// field (Lane is left for the caller).
+// ResolveLimits parses and checks one lane's limits, flag by flag in the
+// order of limitFlags. Errors carry only the field (Lane is left for the
+// caller).
 func ResolveLimits(l Limits, host Host) (Resources, Errors) {
-	var r Resources
-	var errs Errors
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	c := resolver{l: l, host: host, r: Resources{PidsLimit: DefaultPidsLimit}}
+	for _, f := range limitFlags {
+		if f.value == nil {
+			f.resolve(&c, "")
+			continue
+		}
+		if v := f.value(l); c.supported(f.field, v) {
+			f.resolve(&c, v)
+		}
 	}
-	supported := func(field string, v Value) bool {
-		if v == "" {
-			return false
-		}
-		if len(v) > maxValueLen {
-			// Refused before any parsing: nothing a limit means is longer.
-			add(field, "at most %d characters, got %d", maxValueLen, len(v))
-			return false
-		}
-		if why, no := host.Unsupported[field]; no {
-			add(field, "this host cannot apply %s: %s", field, why)
-			return false
-		}
-		return true
-	}
+	return c.r, c.errs
+}
 
-	if supported("cpus", l.CPUs) {
-		n, err := parseNanoCPUs(string(l.CPUs))
+// limitFlag is one flag of a lane's limits: its field, where its value is
+// in Limits, and how it resolves, once the value is known to be set, short
+// and applied by the host. A check across flags has no value of its own.
+type limitFlag struct {
+	field   string
+	value   func(Limits) Value
+	resolve func(c *resolver, v Value)
+}
+
+// limitFlags are the flags in the order they resolve: a flag checked
+// against another comes after it (--memory-reservation after --memory).
+// Their messages are the engine's and the docker CLI's where they have
+// one.
+var limitFlags = []limitFlag{
+	{"cpus", func(l Limits) Value { return l.CPUs }, func(c *resolver, v Value) {
+		n, err := parseNanoCPUs(string(v))
 		switch {
 		case err != nil:
-			add("cpus", "invalid argument %q for \"--cpus\" flag: %v", l.CPUs, err)
-		case n < 1e7 || (host.NCPU > 0 && n > int64(host.NCPU)*1e9):
+			c.add("cpus", "invalid argument %q for \"--cpus\" flag: %v", v, err)
+		case n < 1e7 || (c.host.NCPU > 0 && n > int64(c.host.NCPU)*1e9):
 			// The engine's words (daemon_unix.go), with its 0.01 floor.
-			add("cpus", "Range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available", host.NCPU, host.NCPU)
+			c.add("cpus", "Range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available", c.host.NCPU, c.host.NCPU)
 		default:
-			r.NanoCPUs = n
+			c.r.NanoCPUs = n
 		}
-	}
-	if supported("cpu-shares", l.CPUShares) {
-		n, err := strconv.ParseInt(string(l.CPUShares), 10, 64)
-		switch {
-		case err != nil:
-			add("cpu-shares", "invalid argument %q for \"--cpu-shares\" flag: want a whole number", l.CPUShares)
-		case n < 2 || n > 262144:
-			// The kernel clamps to this range (sched_prio_to_weight); the
-			// engine would silently pass it on, which would mislead a lab.
-			add("cpu-shares", "must be from 2 to 262144 (the kernel's range), got %d", n)
-		default:
-			r.CPUShares = n
-		}
-	}
-	if supported("cpu-period", l.CPUPeriod) {
-		n, err := strconv.ParseInt(string(l.CPUPeriod), 10, 64)
-		switch {
-		case err != nil:
-			add("cpu-period", "invalid argument %q for \"--cpu-period\" flag: want microseconds as a whole number", l.CPUPeriod)
-		case n < 1000 || n > 1000000:
-			add("cpu-period", "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)")
-		default:
-			r.CPUPeriod = n
-		}
-	}
-	if supported("cpu-quota", l.CPUQuota) {
-		n, err := strconv.ParseInt(string(l.CPUQuota), 10, 64)
-		switch {
-		case err != nil:
-			add("cpu-quota", "invalid argument %q for \"--cpu-quota\" flag: want microseconds as a whole number", l.CPUQuota)
-		case n < 1000:
-			add("cpu-quota", "CPU cfs quota can not be less than 1ms (i.e. 1000)")
-		case host.NCPU > 0 && n > int64(host.NCPU)*1000000:
+	}},
+	{"cpu-shares", func(l Limits) Value { return l.CPUShares }, func(c *resolver, v Value) {
+		// The kernel clamps to this range (sched_prio_to_weight); the
+		// engine would silently pass it on, which would mislead a lab.
+		c.whole("cpu-shares", v, "a whole number", func(n int64) string {
+			return when(n < 2 || n > 262144, fmt.Sprintf("must be from 2 to 262144 (the kernel's range), got %d", n))
+		}, &c.r.CPUShares)
+	}},
+	{"cpu-period", func(l Limits) Value { return l.CPUPeriod }, func(c *resolver, v Value) {
+		c.whole("cpu-period", v, "microseconds as a whole number", func(n int64) string {
+			return when(n < 1000 || n > 1000000, "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)")
+		}, &c.r.CPUPeriod)
+	}},
+	{"cpu-quota", func(l Limits) Value { return l.CPUQuota }, func(c *resolver, v Value) {
+		c.whole("cpu-quota", v, "microseconds as a whole number", func(n int64) string {
+			if n < 1000 {
+				return "CPU cfs quota can not be less than 1ms (i.e. 1000)"
+			}
 			// More than every CPU for a whole 1 s period is no limit at
 			// all; the kernel would take it, a lab would mislead.
-			add("cpu-quota", "must be at most %d (%d CPUs for a whole 1 s period), got %d", host.NCPU*1000000, host.NCPU, n)
-		default:
-			r.CPUQuota = n
+			return when(c.host.NCPU > 0 && n > int64(c.host.NCPU)*1000000,
+				fmt.Sprintf("must be at most %d (%d CPUs for a whole 1 s period), got %d", c.host.NCPU*1000000, c.host.NCPU, n))
+		}, &c.r.CPUQuota)
+	}},
+	{"cpus", nil, func(c *resolver, _ Value) {
+		if c.l.CPUs != "" && c.l.CPUPeriod != "" {
+			c.add("cpus", "Conflicting options: Nano CPUs and CPU Period cannot both be set")
 		}
-	}
-	if l.CPUs != "" && l.CPUPeriod != "" {
-		add("cpus", "Conflicting options: Nano CPUs and CPU Period cannot both be set")
-	}
-	if l.CPUs != "" && l.CPUQuota != "" {
-		add("cpus", "Conflicting options: Nano CPUs and CPU Quota cannot both be set")
-	}
-	if supported("cpuset-cpus", l.CpusetCpus) {
-		cpus, err := ParseCPUSet(string(l.CpusetCpus))
-		if err != nil {
-			add("cpuset-cpus", "Invalid value %s for cpuset cpus", l.CpusetCpus)
-		} else if host.NCPU > 0 && cpus[len(cpus)-1] >= host.NCPU {
-			add("cpuset-cpus", "Requested CPUs are not available - requested %s, available: 0-%d", l.CpusetCpus, host.NCPU-1)
-		} else {
-			r.CpusetCpus = string(l.CpusetCpus)
+		if c.l.CPUs != "" && c.l.CPUQuota != "" {
+			c.add("cpus", "Conflicting options: Nano CPUs and CPU Quota cannot both be set")
 		}
-	}
-	if supported("memory", l.Memory) {
-		n, err := units.RAMInBytes(string(l.Memory))
+	}},
+	{"cpuset-cpus", func(l Limits) Value { return l.CpusetCpus }, func(c *resolver, v Value) {
+		cpus, err := ParseCPUSet(string(v))
 		switch {
 		case err != nil:
-			add("memory", "invalid argument %q for \"-m, --memory\" flag: %v", l.Memory, err)
-		case n < minMemory:
-			add("memory", "Minimum memory limit allowed is 6MB")
+			c.add("cpuset-cpus", "Invalid value %s for cpuset cpus", v)
+		case c.host.NCPU > 0 && cpus[len(cpus)-1] >= c.host.NCPU:
+			c.add("cpuset-cpus", "Requested CPUs are not available - requested %s, available: 0-%d", v, c.host.NCPU-1)
 		default:
-			r.Memory = n
+			c.r.CpusetCpus = string(v)
 		}
-	}
-	if supported("memory-reservation", l.MemoryReservation) {
-		n, err := units.RAMInBytes(string(l.MemoryReservation))
-		switch {
-		case err != nil:
-			add("memory-reservation", "invalid argument %q for \"--memory-reservation\" flag: %v", l.MemoryReservation, err)
-		case n < minMemory:
-			add("memory-reservation", "Minimum memory reservation allowed is 6MB")
-		case r.Memory > 0 && n > r.Memory:
-			add("memory-reservation", "Minimum memory limit can not be less than memory reservation limit, see usage")
-		default:
-			r.MemoryReservation = n
-		}
-	}
-	if supported("memory-swap", l.MemorySwap) {
-		var n int64
-		var err error
-		if l.MemorySwap == "-1" {
-			n = -1
-		} else {
-			n, err = units.RAMInBytes(string(l.MemorySwap))
-		}
-		switch {
-		case err != nil:
-			add("memory-swap", "invalid argument %q for \"--memory-swap\" flag: %v", l.MemorySwap, err)
-		case l.Memory == "":
-			add("memory-swap", "You should always set the Memory limit when using Memoryswap limit, see usage")
-		case n != -1 && r.Memory > 0 && n < r.Memory:
-			add("memory-swap", "Minimum memoryswap limit should be larger than memory limit, see usage")
-		default:
-			r.MemorySwap = n
-		}
-	}
-	device := func(field, dev string) (string, bool) {
-		if dev == "auto" {
-			if host.DataRootDevice == "" {
-				add(field, "the device auto (the disk under the engine's data root) is unknown on this host: name the device")
-				return "", false
+	}},
+	{"memory", func(l Limits) Value { return l.Memory }, func(c *resolver, v Value) {
+		c.size("memory", "-m, --memory", v, func(n int64) string {
+			return when(n < minMemory, "Minimum memory limit allowed is 6MB")
+		}, &c.r.Memory)
+	}},
+	{"memory-reservation", func(l Limits) Value { return l.MemoryReservation }, func(c *resolver, v Value) {
+		c.size("memory-reservation", "--memory-reservation", v, func(n int64) string {
+			if n < minMemory {
+				return "Minimum memory reservation allowed is 6MB"
 			}
-			return host.DataRootDevice, true
-		}
-		if !cleanDevicePath(dev) {
-			add(field, "bad format for device path: %s (want a clean path under /dev/)", dev)
-			return "", false
-		}
-		if host.DeviceExists != nil && !host.DeviceExists(dev) {
-			add(field, "no such device on the engine's host: %s", dev)
-			return "", false
-		}
-		return dev, true
-	}
-	throttle := func(field string, v Value, bytes bool, out *DeviceRate) {
-		if !supported(field, v) {
-			return
-		}
-		dev, rateText, ok := strings.Cut(string(v), ":")
-		if !ok || dev == "" {
-			add(field, "bad format: %s: want <device-path>:<rate>, e.g. /dev/sda:5mb or auto:5mb", v)
-			return
-		}
-		var rate int64
-		var err error
-		if bytes {
-			rate, err = units.RAMInBytes(rateText)
-		} else {
-			var n uint64
-			n, err = strconv.ParseUint(rateText, 10, 64)
-			rate = int64(n)
-		}
-		if err != nil || rate <= 0 {
-			if bytes {
-				add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>[<unit>]. Number must be a positive integer. Unit is optional and can be kb, mb, or gb", v)
-			} else {
-				add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>. Number must be a positive integer", v)
+			return when(c.r.Memory > 0 && n > c.r.Memory, "Minimum memory limit can not be less than memory reservation limit, see usage")
+		}, &c.r.MemoryReservation)
+	}},
+	{"memory-swap", func(l Limits) Value { return l.MemorySwap }, func(c *resolver, v Value) {
+		check := func(n int64) string {
+			if c.l.Memory == "" {
+				return "You should always set the Memory limit when using Memoryswap limit, see usage"
 			}
+			return when(n != -1 && c.r.Memory > 0 && n < c.r.Memory, "Minimum memoryswap limit should be larger than memory limit, see usage")
+		}
+		if v == "-1" { // unlimited swap
+			c.set("memory-swap", -1, check, &c.r.MemorySwap)
 			return
 		}
-		if path, ok := device(field, dev); ok {
-			*out = DeviceRate{Path: path, Rate: uint64(rate)}
-		}
-	}
-	throttle("device-read-bps", l.DeviceReadBps, true, &r.ReadBps)
-	throttle("device-write-bps", l.DeviceWriteBps, true, &r.WriteBps)
-	throttle("device-read-iops", l.DeviceReadIOps, false, &r.ReadIOps)
-	throttle("device-write-iops", l.DeviceWriteIOps, false, &r.WriteIOps)
-	if supported("blkio-weight", l.BlkioWeight) {
-		n, err := strconv.ParseUint(string(l.BlkioWeight), 10, 16)
+		c.size("memory-swap", "--memory-swap", v, check, &c.r.MemorySwap)
+	}},
+	{"device-read-bps", func(l Limits) Value { return l.DeviceReadBps }, func(c *resolver, v Value) { c.throttle("device-read-bps", v, true, &c.r.ReadBps) }},
+	{"device-write-bps", func(l Limits) Value { return l.DeviceWriteBps }, func(c *resolver, v Value) { c.throttle("device-write-bps", v, true, &c.r.WriteBps) }},
+	{"device-read-iops", func(l Limits) Value { return l.DeviceReadIOps }, func(c *resolver, v Value) { c.throttle("device-read-iops", v, false, &c.r.ReadIOps) }},
+	{"device-write-iops", func(l Limits) Value { return l.DeviceWriteIOps }, func(c *resolver, v Value) { c.throttle("device-write-iops", v, false, &c.r.WriteIOps) }},
+	{"blkio-weight", func(l Limits) Value { return l.BlkioWeight }, func(c *resolver, v Value) {
+		n, err := strconv.ParseUint(string(v), 10, 16)
 		if err != nil || n < 10 || n > 1000 {
-			add("blkio-weight", "Range of blkio weight is from 10 to 1000")
-		} else {
-			r.BlkioWeight = uint16(n)
+			c.add("blkio-weight", "Range of blkio weight is from 10 to 1000")
+			return
 		}
-	}
-	if supported("blkio-weight-device", l.BlkioWeightDevice) {
-		dev, w, ok := strings.Cut(string(l.BlkioWeightDevice), ":")
+		c.r.BlkioWeight = uint16(n)
+	}},
+	{"blkio-weight-device", func(l Limits) Value { return l.BlkioWeightDevice }, func(c *resolver, v Value) {
+		dev, w, ok := strings.Cut(string(v), ":")
 		n, err := strconv.ParseUint(w, 10, 16)
 		switch {
 		case !ok || dev == "":
-			add("blkio-weight-device", "bad format: %s: want <device-path>:<weight>", l.BlkioWeightDevice)
+			c.add("blkio-weight-device", "bad format: %s: want <device-path>:<weight>", v)
 		case err != nil || n < 10 || n > 1000:
-			add("blkio-weight-device", "invalid weight for device: %s", l.BlkioWeightDevice)
+			c.add("blkio-weight-device", "invalid weight for device: %s", v)
 		default:
-			if path, ok := device("blkio-weight-device", dev); ok {
-				r.BlkioWeightDevice = DeviceRate{Path: path, Rate: n}
+			if path, ok := c.device("blkio-weight-device", dev); ok {
+				c.r.BlkioWeightDevice = DeviceRate{Path: path, Rate: n}
 			}
 		}
+	}},
+	{"pids-limit", func(l Limits) Value { return l.PidsLimit }, func(c *resolver, v Value) {
+		// Unlimited (0 or -1) is refused on purpose: see DefaultPidsLimit.
+		c.whole("pids-limit", v, "a whole number", func(n int64) string {
+			return when(n < 1 || n > MaxPidsLimit, fmt.Sprintf("must be from 1 to %d, got %d", MaxPidsLimit, n))
+		}, &c.r.PidsLimit)
+	}},
+}
+
+// when is msg if bad, else "": a range check's refusal.
+func when(bad bool, msg string) string {
+	if bad {
+		return msg
 	}
-	r.PidsLimit = DefaultPidsLimit
-	if supported("pids-limit", l.PidsLimit) {
-		n, err := strconv.ParseInt(string(l.PidsLimit), 10, 64)
-		switch {
-		case err != nil:
-			add("pids-limit", "invalid argument %q for \"--pids-limit\" flag: want a whole number", l.PidsLimit)
-		case n < 1 || n > MaxPidsLimit:
-			// Unlimited (0 or -1) is refused on purpose: see DefaultPidsLimit.
-			add("pids-limit", "must be from 1 to %d, got %d", MaxPidsLimit, n)
-		default:
-			r.PidsLimit = n
+	return ""
+}
+
+// resolver is one lane's limits being resolved: what was asked, the host,
+// what they resolved to so far, and the errors.
+type resolver struct {
+	l    Limits
+	host Host
+	r    Resources
+	errs Errors
+}
+
+func (c *resolver) add(field, format string, args ...any) {
+	c.errs = append(c.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// supported says whether a flag is set, short enough to parse, and one the
+// host applies; an error says why not, but for a flag not set.
+func (c *resolver) supported(field string, v Value) bool {
+	if v == "" {
+		return false
+	}
+	if len(v) > maxValueLen {
+		// Refused before any parsing: nothing a limit means is longer.
+		c.add(field, "at most %d characters, got %d", maxValueLen, len(v))
+		return false
+	}
+	if why, no := c.host.Unsupported[field]; no {
+		c.add(field, "this host cannot apply %s: %s", field, why)
+		return false
+	}
+	return true
+}
+
+// whole resolves a flag that takes a whole number (what it is: "a whole
+// number", "microseconds as a whole number") into out, unless check
+// refuses it.
+func (c *resolver) whole(field string, v Value, what string, check func(int64) string, out *int64) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		c.add(field, "invalid argument %q for \"--%s\" flag: want %s", v, field, what)
+		return
+	}
+	c.set(field, n, check, out)
+}
+
+// size resolves a flag that takes a size (64m) into out, unless check
+// refuses it; flag is how the docker CLI names it.
+func (c *resolver) size(field, flag string, v Value, check func(int64) string, out *int64) {
+	n, err := units.RAMInBytes(string(v))
+	if err != nil {
+		c.add(field, "invalid argument %q for \"%s\" flag: %v", v, flag, err)
+		return
+	}
+	c.set(field, n, check, out)
+}
+
+func (c *resolver) set(field string, n int64, check func(int64) string, out *int64) {
+	if msg := check(n); msg != "" {
+		c.add(field, "%s", msg)
+		return
+	}
+	*out = n
+}
+
+// device is a block device a flag names: "auto" for the disk under the
+// engine's data root, or a clean path that exists on the engine's host.
+func (c *resolver) device(field, dev string) (string, bool) {
+	if dev == "auto" {
+		if c.host.DataRootDevice == "" {
+			c.add(field, "the device auto (the disk under the engine's data root) is unknown on this host: name the device")
+			return "", false
 		}
+		return c.host.DataRootDevice, true
 	}
-	return r, errs
+	if !cleanDevicePath(dev) {
+		c.add(field, "bad format for device path: %s (want a clean path under /dev/)", dev)
+		return "", false
+	}
+	if c.host.DeviceExists != nil && !c.host.DeviceExists(dev) {
+		c.add(field, "no such device on the engine's host: %s", dev)
+		return "", false
+	}
+	return dev, true
+}
+
+// throttle resolves a block IO throttle, <device>:<rate>, in bytes (5mb)
+// or operations a second.
+func (c *resolver) throttle(field string, v Value, bytes bool, out *DeviceRate) {
+	dev, rateText, ok := strings.Cut(string(v), ":")
+	if !ok || dev == "" {
+		c.add(field, "bad format: %s: want <device-path>:<rate>, e.g. /dev/sda:5mb or auto:5mb", v)
+		return
+	}
+	var rate int64
+	var err error
+	if bytes {
+		rate, err = units.RAMInBytes(rateText)
+	} else {
+		var n uint64
+		n, err = strconv.ParseUint(rateText, 10, 64)
+		rate = int64(n)
+	}
+	if err != nil || rate <= 0 {
+		if bytes {
+			c.add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>[<unit>]. Number must be a positive integer. Unit is optional and can be kb, mb, or gb", v)
+		} else {
+			c.add(field, "invalid rate for device: %s. The correct format is <device-path>:<number>. Number must be a positive integer", v)
+		}
+		return
+	}
+	if path, ok := c.device(field, dev); ok {
+		*out = DeviceRate{Path: path, Rate: uint64(rate)}
+	}
 }
 
 // maxValueLen bounds every limit's text: the longest meaningful one is a
