@@ -16,9 +16,15 @@ const Attempts = 2
 // measurement of what the kernel does, and the tests claim what the kernel
 // does when the host lets it. So the first attempt whose checks all hold
 // ends it; a spoiled attempt's failures are logged, not hidden, and the
-// test fails with every attempt's failures if none holds. body takes the
-// attempt in place of the test: its Error, Fatal and Fail record a
-// failure of that attempt (Fatal ends it), the rest is the test's own.
+// test fails with every attempt's failures if none holds.
+//
+// body takes the attempt in place of the test: its Error, Fatal and Fail
+// record a failure of that attempt (Fatal ends it), and its Cleanup
+// belongs to the attempt: a spoiled attempt's cleanups run as soon as it
+// ends, before the next begins; the attempt that held keeps what it made
+// until the test ends. body holds the measured figures' checks only: the
+// checks that are not measured (a leak, a page's text) follow Measure,
+// once, on what the attempt that held left.
 func Measure(t testing.TB, what string, body func(t testing.TB)) {
 	t.Helper()
 	var failed []string
@@ -34,8 +40,10 @@ func Measure(t testing.TB, what string, body func(t testing.TB)) {
 			if i > 1 {
 				t.Logf("%s: attempt %d of %d held after %d spoiled", what, i, Attempts, i-1)
 			}
+			t.Cleanup(a.cleanup)
 			return
 		}
+		a.cleanup()
 		msg := fmt.Sprintf("%s, attempt %d of %d: %s", what, i, Attempts, strings.Join(a.errs, "; "))
 		failed = append(failed, msg)
 		if i < Attempts {
@@ -45,11 +53,30 @@ func Measure(t testing.TB, what string, body func(t testing.TB)) {
 	t.Fatalf("%s failed in every attempt:\n%s", what, strings.Join(failed, "\n"))
 }
 
-// attempt is one try of a measurement: its failures are its own.
+// attempt is one try of a measurement: its failures and its cleanups are
+// its own.
 type attempt struct {
 	testing.TB
-	mu   sync.Mutex
-	errs []string
+	mu       sync.Mutex
+	errs     []string
+	cleanups []func()
+}
+
+func (a *attempt) Cleanup(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cleanups = append(a.cleanups, f)
+}
+
+// cleanup runs the attempt's cleanups, the last registered first.
+func (a *attempt) cleanup() {
+	a.mu.Lock()
+	fs := a.cleanups
+	a.cleanups = nil
+	a.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
 }
 
 func (a *attempt) record(msg string) {

@@ -39,3 +39,26 @@ func TestMeasureFailsWhenNoAttemptHolds(t *testing.T) {
 		}
 	}
 }
+
+// A spoiled attempt's cleanups run before the next attempt begins; the
+// attempt that held keeps what it made until the test ends.
+func TestEachAttemptOwnsItsCleanups(t *testing.T) {
+	var log []string
+	t.Run("measured", func(t *testing.T) {
+		tries := 0
+		Measure(t, "twice", func(a testing.TB) {
+			tries++
+			n := tries
+			log = append(log, "begin "+string(rune('0'+n)))
+			a.Cleanup(func() { log = append(log, "clean "+string(rune('0'+n))) })
+			if n == 1 {
+				a.Fatalf("spoiled")
+			}
+		})
+		log = append(log, "after Measure")
+	})
+	want := "begin 1, clean 1, begin 2, after Measure, clean 2"
+	if got := strings.Join(log, ", "); got != want {
+		t.Errorf("%s, want %s", got, want)
+	}
+}

@@ -46,13 +46,12 @@ func (r *Run) Execute(ctx context.Context) {
 	r.mu.Lock()
 	r.st.start, r.st.quiet = time.Now(), quiet
 	r.mu.Unlock()
-	r.save()
-	r.publishView()
+	r.Announce()
 
 	state, msg := x.runLanes(ctx, log)
 	x.removeAll(log)
 	x.finish(state, msg)
-	r.save()
+	r.pub.save(r.View(), r.participant)
 }
 
 // runLanes creates every lane's container, runs the lanes in the plan's

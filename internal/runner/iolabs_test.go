@@ -20,9 +20,11 @@ func TestIOLabs(t *testing.T) {
 	eng, _, _ := realEngine(t)
 	for _, id := range []string{"io-write-bps", "io-read-limits", "noisy-neighbour-io"} {
 		t.Run(id, func(t *testing.T) {
+			var runs []string // every attempt's, checked for leaks once at the end
 			enginetest.Measure(t, id, func(t testing.TB) {
 				m := newTestManager(t)
 				r := startSpec(t, m, `{"lab": "`+id+`"}`)
+				runs = append(runs, r.ID())
 				v := waitDone(t, r, 3*time.Minute)
 				if v.State != runner.StateDone || v.Verdict == nil || !v.Verdict.Judged {
 					t.Fatalf("state %s (%s), verdict %+v", v.State, v.Error, v.Verdict)
@@ -41,14 +43,16 @@ func TestIOLabs(t *testing.T) {
 				default:
 					t.Errorf("verdict failed: %s", vd.Explanation)
 				}
-				if n := labelled(t, r.ID()); n != 0 {
-					t.Errorf("%d containers remain", n)
-				}
-				vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+r.ID())})
-				if err != nil || len(vols.Items) != 0 {
-					t.Errorf("volumes remain: %v %v", vols.Items, err)
-				}
 			})
+			for _, id := range runs {
+				if n := labelled(t, id); n != 0 {
+					t.Errorf("run %s: %d containers remain", id, n)
+				}
+				vols, err := eng.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun+"="+id)})
+				if err != nil || len(vols.Items) != 0 {
+					t.Errorf("run %s: volumes remain: %v %v", id, vols.Items, err)
+				}
+			}
 		})
 	}
 }

@@ -18,10 +18,11 @@ import (
 func TestCPULabs(t *testing.T) {
 	for _, id := range []string{"cpus-ladder", "shares-contention", "threads-vs-cpus", "cpuset-one-thread"} {
 		t.Run(id, func(t *testing.T) {
+			var v runner.RunView
 			enginetest.Measure(t, id, func(t testing.TB) {
 				m := newTestManager(t)
 				r := startSpec(t, m, `{"lab": "`+id+`"}`)
-				v := waitDone(t, r, 3*time.Minute)
+				v = waitDone(t, r, 3*time.Minute)
 				if v.State != runner.StateDone || v.Lab != id {
 					t.Fatalf("state %s lab %q: %s", v.State, v.Lab, v.Error)
 				}
@@ -40,12 +41,12 @@ func TestCPULabs(t *testing.T) {
 				}
 				enginetest.CheckVerdict(t, verdict)
 				checkSteps(t, v)
-				for _, l := range v.Lanes {
-					if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
-						t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
-					}
-				}
 			})
+			for _, l := range v.Lanes {
+				if l.PredictedCores == nil || l.PredictedWallSeconds == nil || l.MeasuredCores <= 0 {
+					t.Errorf("lane %s lacks prediction or measurement: %+v", l.Name, l)
+				}
+			}
 		})
 	}
 }

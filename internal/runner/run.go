@@ -143,9 +143,6 @@ func (r *Run) Assign(env *Env, name string, plan experiments.Plan) {
 	}
 }
 
-// Spec is the spec the run was made from.
-func (r *Run) Spec() experiments.Spec { return r.spec }
-
 // Series places a run among the repeats of one spec: the series' id (its
 // first run's), the run's index from 0, and every run's id in order.
 type Series struct {
@@ -199,12 +196,10 @@ func (r *Run) publishView() {
 	r.pub.publish(Message{Type: KindRun, Run: &v})
 }
 
-// save writes the run's row.
-func (r *Run) save() { r.pub.save(r.View(), r.participant) }
-
-// Announce publishes and records a run just made, before it is queued.
+// Announce records the run's row and publishes its view: a run just made,
+// before it is queued, and a run as it begins.
 func (r *Run) Announce() {
-	r.save()
+	r.pub.save(r.View(), r.participant)
 	r.publishView()
 }
 
@@ -241,7 +236,7 @@ func (r *Run) EndQueued(s State, why string) {
 			l.state = LaneSkipped
 		}
 	})
-	r.save()
+	r.pub.save(r.View(), r.participant)
 	r.hub.Close()
 	close(r.done)
 }

@@ -31,9 +31,9 @@ func (s *runState) laneLimits(plan experiments.Plan, lane int) (requested, appli
 	return plan.Lanes[lane].Resources, *l.applied, nil
 }
 
-// Resources are the lanes' limits now: what the engine applied, where a
+// resources are the lanes' limits now: what the engine applied, where a
 // lane's container exists, else what the lane asked for.
-func (r *Run) Resources() []experiments.Resources {
+func (r *Run) resources() []experiments.Resources {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]experiments.Resources, len(r.st.lanes))
@@ -49,11 +49,12 @@ func (r *Run) Resources() []experiments.Resources {
 // UpdateLimits changes a running lane's limits through the engine's
 // container update (docker update), reads back what the engine applied, and
 // records the change in the run. admit, if not nil, is asked first whether
-// the lane may have the limits it would have after the change; its error
-// refuses the change. A change that fails validation, admit or the engine
+// the run's lanes may have the limits they would have after the change
+// (every lane's, the changed one's as it would be); its error refuses the
+// change. A change that fails validation, admit or the engine
 // leaves the lane as it was; the returned experiments.Errors say why, in
 // the engine's words where it gave them.
-func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after experiments.Resources) error) (ChangeRecord, error) {
+func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
 	if r.env.Engine == nil {
 		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "a live change needs a Docker engine: this run's lanes are pods"}}
 	}
@@ -80,7 +81,9 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		delta.MemorySwap = 2 * delta.Memory
 	}
 	if admit != nil {
-		if err := admit(current.Merge(delta)); err != nil {
+		after := r.resources()
+		after[lane] = current.Merge(delta)
+		if err := admit(after); err != nil {
 			return ChangeRecord{}, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 )
@@ -96,7 +97,8 @@ const (
 // too long.
 type entry struct {
 	run     *runner.Run
-	address string // the client's address, "" if not known
+	spec    experiments.Spec // what the run was made from, validated anew for each engine
+	address string           // the client's address, "" if not known
 	ask     ask
 	expiry  *time.Timer // nil for a series' later run until it is queued
 	// rest are the later runs of its series: each joins the queue when
@@ -119,6 +121,7 @@ type entry struct {
 // Archive's.
 type Manager struct {
 	*Pool
+	changes
 	env  *runner.Env // what a run is made with; placing it gives it its engine's
 	opts Options
 	log  *slog.Logger
@@ -175,7 +178,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
 		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
-	m.finder = newFinder(m)
+	m.finder, m.changes = newFinder(m), changes{m}
 	m.archive = &Archive{st: opts.Store, log: opts.Log, cache: newStreamCache(opts.CacheBytes), live: func(id string) (*runner.Run, bool) {
 		e, ok := m.live(id)
 		if !ok {

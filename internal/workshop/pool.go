@@ -352,7 +352,7 @@ func (e *entry) planOn(pe *poolEngine) (experiments.Plan, bool) {
 	}
 	f, seen := e.fits[pe.Name]
 	if !seen {
-		plan, errs := experiments.Validate(e.run.Spec(), pe.env.Host.Experiments())
+		plan, errs := experiments.Validate(e.spec, pe.env.Host.Experiments())
 		f = fit{plan: experiments.RoundPlan(plan, e.round), ok: len(errs) == 0}
 		e.fits[pe.Name] = f
 	}

@@ -18,7 +18,7 @@ func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experi
 	ids := []string{first.run.ID()}
 	var rest []*entry
 	for k := 1; k < plan.Repeat; k++ {
-		e := &entry{run: runner.New(env, newID(), first.run.Participant(), spec, experiments.RoundPlan(plan, k)), address: first.address, ask: first.ask, follows: true, round: k}
+		e := &entry{run: runner.New(env, newID(), first.run.Participant(), spec, experiments.RoundPlan(plan, k)), spec: spec, address: first.address, ask: first.ask, follows: true, round: k}
 		if first.fits != nil {
 			e.fits = map[string]fit{}
 		}

@@ -1,14 +1,11 @@
 package workshop
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
-	"github.com/docker/go-units"
-	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -32,7 +29,7 @@ func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, parti
 			return nil, fmt.Errorf("%w: %v", ErrStore, err)
 		}
 	}
-	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), address: address, ask: askOf(plan, m.Host().NCPU)}
+	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), spec: spec, address: address, ask: askOf(plan, m.Host().NCPU)}
 	if m.opts.Pool != nil {
 		e.fits = map[string]fit{}
 	}
@@ -230,88 +227,6 @@ func (m *Manager) ClearQueue(participant, why string) int {
 		m.endQueued(e, runner.StateStopped, why)
 	}
 	return len(queued)
-}
-
-// UpdateLimits changes a running lane's limits (see runner.Run.UpdateLimits).
-func (m *Manager) UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error) {
-	// Only a run in memory can be running: an ended one is not loaded
-	// from the store just to say so.
-	e, ok := m.live(runID)
-	if !ok {
-		if _, stored := m.archive.View(runID); stored {
-			return runner.ChangeRecord{}, runner.ErrLaneNotRunning
-		}
-		return runner.ChangeRecord{}, fmt.Errorf("%w %q", ErrNoRun, runID)
-	}
-	rec, err := e.run.UpdateLimits(ctx, lane, change, func(after experiments.Resources) error {
-		return m.admitChange(e, lane, after)
-	})
-	if err == nil {
-		// The run's ask is what its lanes may use now.
-		res := e.run.Resources()
-		ncpu := m.hostOf(e).NCPU
-		m.mu.Lock()
-		e.ask = askOf(withResources(e.run.Plan(), res), ncpu)
-		m.mu.Unlock()
-	}
-	return rec, err
-}
-
-// admitChange checks a lane's limits after a live change as a submission
-// is checked: against the participant's quotas over their other queued and
-// running runs, the host's over the other running runs, and the host's
-// memory, which no run's lanes may ask for more than in all.
-func (m *Manager) admitChange(e *entry, lane int, after experiments.Resources) error {
-	res := e.run.Resources()
-	res[lane] = after
-	plan := withResources(e.run.Plan(), res)
-	host := m.hostOf(e)
-	a := askOf(plan, host.NCPU)
-	if total := host.MemTotal; total > 0 && a.memory > total {
-		return experiments.Errors{{Lane: lane, Field: "memory", Message: fmt.Sprintf(
-			"the run's lanes would ask for %s of memory in all, more than the host's %s", units.BytesSize(float64(a.memory)), units.BytesSize(float64(total)))}}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var mine, running ask
-	for _, o := range m.order {
-		if o == e || o.run.Ended() {
-			continue
-		}
-		if o.run.Participant() == e.run.Participant() {
-			mine = mine.plus(o.ask)
-		}
-		if m.running[o] && o.engine == e.engine {
-			running = running.plus(o.ask)
-		}
-	}
-	q := m.opts.Quotas
-	err := checkLimits("participant", plan, a, mine, q.Participant)
-	if err == nil {
-		err = checkLimits("host", plan, a, running, q.Host)
-	}
-	if err != nil {
-		if err.Lane < 0 {
-			err.Lane = lane // the change is the lane's
-		}
-		return err
-	}
-	return nil
-}
-
-// hostOf is the host of the engine e runs on, or the manager's.
-func (m *Manager) hostOf(e *entry) engine.HostInfo {
-	m.mu.Lock()
-	pe := e.engine
-	var h engine.HostInfo
-	if pe != nil {
-		h = pe.env.Host // probe replaces pe.env under m.mu
-	}
-	m.mu.Unlock()
-	if pe == nil {
-		return m.Host()
-	}
-	return h
 }
 
 // forget drops an ended run from memory once the store has all of it, so
