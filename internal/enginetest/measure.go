@@ -5,11 +5,12 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"testing"
 )
 
 // Attempts is how many times Measure measures before it fails a test.
-const Attempts = 2
+const Attempts = 3
 
 // Measure runs a measurement on the real engine, at most Attempts times.
 // These machines are shared: a burst of other work can spoil one
@@ -46,8 +47,9 @@ func Measure(t testing.TB, what string, body func(t testing.TB)) {
 		a.cleanup()
 		msg := fmt.Sprintf("%s, attempt %d of %d: %s", what, i, Attempts, strings.Join(a.errs, "; "))
 		failed = append(failed, msg)
+		t.Logf("%s; the host's busiest processes now: %s", msg, Busiest(time.Second, 5))
 		if i < Attempts {
-			t.Logf("%s (measuring again)", msg)
+			t.Logf("(measuring again)")
 		}
 	}
 	t.Fatalf("%s failed in every attempt:\n%s", what, strings.Join(failed, "\n"))

@@ -33,7 +33,7 @@ func TestMeasureFailsWhenNoAttemptHolds(t *testing.T) {
 	if !inner.Failed() || len(inner.errs) != 1 {
 		t.Fatalf("errs %q", inner.errs)
 	}
-	for _, want := range []string{"attempt 1 of 2: off by 1", "attempt 2 of 2: off by 1"} {
+	for _, want := range []string{"attempt 1 of 3: off by 1", "attempt 3 of 3: off by 1"} {
 		if !strings.Contains(inner.errs[0], want) {
 			t.Errorf("%q lacks %q", inner.errs[0], want)
 		}
