@@ -301,23 +301,11 @@ func snapshot(tool int) map[int]proc {
 		if err != nil {
 			continue
 		}
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
+		comm, ns, ok := engine.ProcStat(b)
+		if !ok || pid != tool && comm != "dockerd" && comm != "containerd" && !strings.HasPrefix(comm, "containerd-shim") {
 			continue
 		}
-		comm := string(b[open+1 : end])
-		if pid != tool && comm != "dockerd" && comm != "containerd" && !strings.HasPrefix(comm, "containerd-shim") {
-			continue
-		}
-		// After the command: state is field 3; utime and stime are 14
-		// and 15 (proc(5)).
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		s, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = proc{comm: comm, ticks: u + s}
+		out[pid] = proc{comm: comm, ticks: int64(ns / (1e9 / 100))}
 	}
 	return out
 }

@@ -128,21 +128,28 @@ func (p *ProcReader) Close() {
 
 // statCPU is utime and stime of a /proc/<pid>/stat line, in nanoseconds.
 func statCPU(b []byte) uint64 {
+	_, ns, _ := ProcStat(b)
+	return ns
+}
+
+// ProcStat reads a /proc/<pid>/stat line: the process's command and its
+// CPU time, user and system, in nanoseconds.
+func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {
 	// The command may hold spaces and parentheses: the fields start after
 	// the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", 0, false
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := strings.Fields(string(b[end+1:]))
 	// After the command: state(3) ... utime(14) stime(15), counted from 1
 	// with pid and comm as fields 1 and 2.
 	if len(f) < 13 {
-		return 0
+		return "", 0, false
 	}
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return (ut + st) * (1e9 / userHZ)
+	return string(b[open+1 : end]), (ut + st) * (1e9 / userHZ), true
 }
 
 // A DelayReader reads a process's run delay at each tick: how long its

@@ -1,7 +1,6 @@
 package enginetest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,11 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
-// CPU times: 100 on every Linux this runs on.
-const clockTicks = 100
+	"github.com/limitlab/limitlab/internal/engine"
+)
 
 // Busiest names the host's busiest processes over d, with the share of a
 // CPU each used: what a spoiled measurement is logged with, so that a
@@ -29,10 +26,10 @@ func Busiest(d time.Duration, n int) string {
 	var uses []use
 	for pid, a := range after {
 		b, ok := before[pid]
-		if !ok || a.ticks < b.ticks {
+		if !ok || a.ns < b.ns {
 			continue
 		}
-		uses = append(uses, use{fmt.Sprintf("%s (%d)", a.comm, pid), float64(a.ticks-b.ticks) / clockTicks / d.Seconds()})
+		uses = append(uses, use{fmt.Sprintf("%s (%d)", a.comm, pid), float64(a.ns-b.ns) / 1e9 / d.Seconds()})
 	}
 	sort.Slice(uses, func(i, j int) bool { return uses[i].cpu > uses[j].cpu })
 	var parts []string
@@ -48,8 +45,8 @@ func Busiest(d time.Duration, n int) string {
 }
 
 type procTime struct {
-	comm  string
-	ticks uint64
+	comm string
+	ns   uint64
 }
 
 // procTimes reads every process's name and CPU time (user and system).
@@ -65,19 +62,9 @@ func procTimes() map[int]procTime {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ... utime stime: the name may hold spaces
-		// and parentheses, so fields are counted from its last ')'.
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
-			continue
+		if comm, ns, ok := engine.ProcStat(b); ok {
+			out[pid] = procTime{comm, ns}
 		}
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseUint(f[11], 10, 64)
-		s, _ := strconv.ParseUint(f[12], 10, 64)
-		out[pid] = procTime{comm: string(b[open+1 : end]), ticks: u + s}
 	}
 	return out
 }
