@@ -72,12 +72,12 @@ func (p *ProcReader) HostCPU() (HostCPU, error) {
 		}
 		p.stat = f
 	}
-	n, err := p.stat.ReadAt(p.buf, 0)
-	if n == 0 && err != nil {
+	b, err := readAt0(int(p.stat.Fd()), p.stat.Name(), &p.buf)
+	if err != nil {
 		return HostCPU{}, err
 	}
 	at := time.Now()
-	line, _, _ := bytes.Cut(p.buf[:n], []byte("\n"))
+	line, _, _ := bytes.Cut(b, []byte("\n"))
 	return parseProcStat(line, at)
 }
 
@@ -92,13 +92,13 @@ func (p *ProcReader) ProcessCPU(pid int) uint64 {
 		}
 		p.procs[pid] = f
 	}
-	n, err := f.ReadAt(p.buf, 0)
-	if n == 0 && err != nil {
+	b, err := readAt0(int(f.Fd()), f.Name(), &p.buf)
+	if err != nil || len(b) == 0 {
 		f.Close() // gone
 		delete(p.procs, pid)
 		return 0
 	}
-	return statCPU(p.buf[:n])
+	return statCPU(b)
 }
 
 // Retain closes the stat files of processes other than pids.
@@ -181,17 +181,17 @@ func (d *DelayReader) Read(now time.Time) (ns uint64, ok bool) {
 		d.list(now)
 	}
 	for tid, f := range d.files {
-		n, err := f.ReadAt(d.buf, 0)
-		if n == 0 && err != nil {
+		b, err := readAt0(int(f.Fd()), f.Name(), &d.buf)
+		if err != nil || len(b) == 0 {
 			f.Close() // the thread ended
 			delete(d.files, tid)
 			continue
 		}
-		fs := bytes.Fields(d.buf[:n])
-		if len(fs) < 2 {
-			continue
-		}
-		v, err := strconv.ParseUint(string(fs[1]), 10, 64)
+		// "<on-cpu ns> <run delay ns> <timeslices>": the second field,
+		// read without splitting the line.
+		_, rest, _ := bytes.Cut(b, []byte(" "))
+		field, _, _ := bytes.Cut(rest, []byte(" "))
+		v, err := strconv.ParseUint(string(field), 10, 64)
 		if err != nil {
 			continue
 		}

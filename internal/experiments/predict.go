@@ -22,7 +22,7 @@ func WeightOfShares(shares int64, v2 bool) float64 {
 	if !v2 {
 		return float64(shares)
 	}
-	return float64(1 + ((shares-2)*9999)/262142)
+	return float64(WeightLinear(shares))
 }
 
 // DemandOn is Demand with the host's share-to-weight conversion.
