@@ -82,6 +82,24 @@ func (f memoryFlag) Set(s string) error {
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("limitlab", flag.ContinueOnError)
+	raw := c.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.finish(raw); err != nil {
+		return c, err
+	}
+	return c, c.checkEngines()
+}
+
+// rawFlags are the flags read into c only once they are checked.
+type rawFlags struct {
+	tokenFile, proxies *string
+	keepDays           *float64
+}
+
+// define defines the server's flags on fs, into c.
+func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to open the dashboard to the network for a workshop")
 	fs.StringVar(&c.allowHosts, "allow-host", "", "comma-separated extra Host names to answer to (on loopback only localhost, 127.0.0.1 and ::1 are accepted)")
 	fs.StringVar(&c.allowOrigins, "allow-origin", "", "comma-separated origin host patterns allowed besides the page's own (e.g. slides.example.com)")
@@ -92,7 +110,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.dataDir, "data", "data", "directory of the run store (created on first start)")
 	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
-	tokenFile := fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
+	raw := rawFlags{}
+	raw.tokenFile = fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
 	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
 	fs.IntVar(&c.addressConns, "max-conns-per-address", web.DefaultConnsPerAddress, "connections one client address (an IPv6 /64 as one) may hold at once; more are closed as they arrive. A trusted proxy is held to -max-conns only. Raise it for a room of more than about fifty browsers behind one NAT")
 	fs.StringVar(&c.joinCode, "join-code", "", "code a participant must enter once before running anything, at least 10 characters, or auto to have one made and printed; without it a browser can watch (default $LIMITLAB_JOIN_CODE; none: anyone may run). The presenter page shows it")
@@ -108,7 +127,7 @@ func parseFlags(args []string) (config, error) {
 	c.defaultMem = DefaultLaneMemory
 	fs.Var(memoryFlag{&c.defaultMem}, "default-memory", "--memory of a lane that sets none, so that no service under load takes what it likes of the host; a Kubernetes lane keeps its QoS class (0: none)")
 	fs.IntVar(&c.keep.Runs, "keep-runs", workshop.DefaultKeepRuns, "ended runs the store keeps; older ones are removed as new ones end, never a live or the featured run (-1: no bound but -keep-days)")
-	keepDays := fs.Float64("keep-days", 0, "days an ended run is kept, however few runs there are (0: no bound but -keep-runs)")
+	raw.keepDays = fs.Float64("keep-days", 0, "days an ended run is kept, however few runs there are (0: no bound but -keep-runs)")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
 	fs.Float64Var(&c.quotas.Participant.CPUs, "participant-cpus", 0, "CPUs a participant's queued and running lanes may ask for in all (0: no limit)")
@@ -117,7 +136,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.quotas.Host.CPUs, "quota-cpus", 0, "CPUs the running lanes may ask for in all (0: no limit)")
 	fs.Var(memoryFlag{&c.quotas.Host.Memory}, "quota-memory", "--memory the running lanes may ask for in all (0: no limit)")
 	fs.IntVar(&c.quotas.Host.Containers, "quota-containers", 0, "containers the running runs may have in all (0: no limit)")
-	proxies := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR prefixes of the reverse proxies in front of the server (e.g. 127.0.0.1,10.0.0.0/8): only from them are X-Forwarded-For and X-Forwarded-Proto believed")
+	raw.proxies = fs.String("trusted-proxies", "", "comma-separated addresses or CIDR prefixes of the reverse proxies in front of the server (e.g. 127.0.0.1,10.0.0.0/8): only from them are X-Forwarded-For and X-Forwarded-Proto believed")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "certificate `file` (PEM) to serve the dashboard over https, with -tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `file` (PEM) of -tls-cert")
 	fs.IntVar(&c.viewersRun, "max-viewers-per-run", web.DefaultMaxViewersPerRun, "live viewers one run may have at once")
@@ -129,30 +148,34 @@ func parseFlags(args []string) (config, error) {
 		c.images = append(c.images, s)
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
+	return raw
+}
+
+// finish reads the flags that need reading (files, the environment) and
+// checks what the server serves: its addresses, TLS, bounds, the join code
+// and the presenter token.
+func (c *config) finish(raw rawFlags) error {
 	var err error
-	if c.proxies, err = web.ParseProxies(*proxies); err != nil {
-		return c, fmt.Errorf("-trusted-proxies: %w", err)
+	if c.proxies, err = web.ParseProxies(*raw.proxies); err != nil {
+		return fmt.Errorf("-trusted-proxies: %w", err)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return c, errors.New("-tls-cert and -tls-key go together")
+		return errors.New("-tls-cert and -tls-key go together")
 	}
 	if c.tlsCert != "" {
 		if _, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey); err != nil {
-			return c, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+			return fmt.Errorf("-tls-cert/-tls-key: %w", err)
 		}
 	}
-	if c.keep.Runs == 0 || c.keep.Runs < -1 || *keepDays < 0 {
-		return c, fmt.Errorf("-keep-runs %d, -keep-days %g: want a number of runs of at least 1 (or -1: none), and days of 0 or more", c.keep.Runs, *keepDays)
+	if c.keep.Runs == 0 || c.keep.Runs < -1 || *raw.keepDays < 0 {
+		return fmt.Errorf("-keep-runs %d, -keep-days %g: want a number of runs of at least 1 (or -1: none), and days of 0 or more", c.keep.Runs, *raw.keepDays)
 	}
-	c.keep.Age = time.Duration(*keepDays * 24 * float64(time.Hour))
+	c.keep.Age = time.Duration(*raw.keepDays * 24 * float64(time.Hour))
 	if c.addressConns < 1 || c.maxConns < 1 {
-		return c, fmt.Errorf("-max-conns %d, -max-conns-per-address %d: want at least 1 each", c.maxConns, c.addressConns)
+		return fmt.Errorf("-max-conns %d, -max-conns-per-address %d: want at least 1 each", c.maxConns, c.addressConns)
 	}
 	if c.viewersRun < 1 || c.viewersAddr < 1 {
-		return c, fmt.Errorf("-max-viewers-per-run %d, -max-viewers-per-address %d: want at least 1 each", c.viewersRun, c.viewersAddr)
+		return fmt.Errorf("-max-viewers-per-run %d, -max-viewers-per-address %d: want at least 1 each", c.viewersRun, c.viewersAddr)
 	}
 	c.presenter = os.Getenv("LIMITLAB_PRESENTER_TOKEN")
 	if c.joinCode == "" {
@@ -162,43 +185,49 @@ func parseFlags(args []string) (config, error) {
 		c.joinCode, c.joinCodeMade = web.NewJoinCode(), true
 	}
 	if c.joinCode != "" && len(c.joinCode) < web.MinJoinCode {
-		return c, fmt.Errorf("the join code has %d characters: give at least %d, or -join-code auto to have one made", len(c.joinCode), web.MinJoinCode)
+		return fmt.Errorf("the join code has %d characters: give at least %d, or -join-code auto to have one made", len(c.joinCode), web.MinJoinCode)
 	}
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+	if *raw.tokenFile != "" {
+		b, err := os.ReadFile(*raw.tokenFile)
 		if err != nil {
-			return c, fmt.Errorf("-presenter-token-file: %w", err)
+			return fmt.Errorf("-presenter-token-file: %w", err)
 		}
 		c.presenter = strings.TrimSpace(string(b))
 	}
 	if c.presenter != "" && len(c.presenter) < web.MinPresenterToken {
-		return c, fmt.Errorf("the presenter token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(c.presenter), web.MinPresenterToken)
+		return fmt.Errorf("the presenter token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(c.presenter), web.MinPresenterToken)
 	}
+	return nil
+}
+
+// checkEngines checks the flags that choose the engines: one, a pool, or a
+// cluster, and how runs are sampled and placed on them.
+func (c *config) checkEngines() error {
 	if h, _, err := net.SplitHostPort(c.addr); err == nil && !isLoopback(h) && c.allowHosts == "" {
-		return c, fmt.Errorf("-addr %s listens beyond this machine: name the host names attendees will use with -allow-host (e.g. -allow-host lab.example.org,192.0.2.10), so that no other site can reach the dashboard through DNS rebinding", c.addr)
+		return fmt.Errorf("-addr %s listens beyond this machine: name the host names attendees will use with -allow-host (e.g. -allow-host lab.example.org,192.0.2.10), so that no other site can reach the dashboard through DNS rebinding", c.addr)
 	}
 	if c.sampler.URL != "" && c.enginesFile != "" {
-		return c, errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
+		return errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
 	}
 	if c.kubeconfig != "" && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
-		return c, errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
+		return errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
 	}
 	if !engine.ValidNamespace(c.namespace) {
-		return c, fmt.Errorf("-namespace %q: want a namespace name (lowercase letters, digits and dashes, at most 63)", c.namespace)
+		return fmt.Errorf("-namespace %q: want a namespace name (lowercase letters, digits and dashes, at most 63)", c.namespace)
 	}
 	if (c.sampler.URL == "") != (c.sampler.TokenFile == "") {
-		return c, errors.New("-sampler and -sampler-token-file go together")
+		return errors.New("-sampler and -sampler-token-file go together")
 	}
 	if c.maxRunning != 1 && c.enginesFile != "" {
-		return c, fmt.Errorf("-max-running %d: in a pool each engine runs one run at a time, so that runs never disturb each other's measurements; -max-running is for the single engine", c.maxRunning)
+		return fmt.Errorf("-max-running %d: in a pool each engine runs one run at a time, so that runs never disturb each other's measurements; -max-running is for the single engine", c.maxRunning)
 	}
 	if c.maxRunning < 1 {
-		return c, fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
+		return fmt.Errorf("-max-running %d: want at least 1", c.maxRunning)
 	}
 	if c.interval < runner.MinInterval || c.interval > runner.MaxInterval || c.interval%runner.IntervalStep != 0 {
-		return c, fmt.Errorf("-sample %s: must be a multiple of %s from %s to %s", c.interval, runner.IntervalStep, runner.MinInterval, runner.MaxInterval)
+		return fmt.Errorf("-sample %s: must be a multiple of %s from %s to %s", c.interval, runner.IntervalStep, runner.MinInterval, runner.MaxInterval)
 	}
-	return c, nil
+	return nil
 }
 
 // isLoopback says whether a listening host stays on this machine.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 )
 
@@ -198,8 +199,36 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	if h.CgroupVersion == "" {
 		h.CgroupVersion = "1" // engines before API 1.40 report no version; they ran v1
 	}
+	h.Limits = limitSupport(i, h.CgroupVersion)
+	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
+	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir
+	findDataRoot(&h, local, i.DockerRootDir)
+	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
+	switch {
+	case local && visible:
+		h.StatsSource = StatsCgroup
+		h.StatsNote = "read from the containers' cgroup files under " + cgroupRoot
+	case !local:
+		h.StatsSource = StatsEngine
+		h.StatsNote = "the engine at " + eng.DaemonHost() + " is remote: stats come from its stats endpoint, once a second"
+	default:
+		h.StatsSource = StatsEngine
+		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
+	}
+	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
+	h.Samples = h.Sampling()
+	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
+		h.StatsNote += "; " + why + ", so IOPS charts stay empty"
+	}
+	return h, nil
+}
+
+// limitSupport is, for each limit flag, whether the engine applies it, as
+// its info says: the kernel's CFS, cpuset, memory and pids support, and
+// the block IO control its warnings say it lacks.
+func limitSupport(i system.Info, cgroupVersion string) map[string]Support {
 	kernel := func(what string) string {
-		return "the engine reports no kernel support for " + what + " (cgroup " + h.CgroupVersion + ")"
+		return "the engine reports no kernel support for " + what + " (cgroup " + cgroupVersion + ")"
 	}
 	support := func(ok bool, why string) Support {
 		if ok {
@@ -207,7 +236,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		}
 		return Support{Reason: why}
 	}
-	h.Limits = map[string]Support{
+	limits := map[string]Support{
 		"cpus":               support(i.CPUCfsQuota && i.CPUCfsPeriod, kernel("CFS bandwidth control")),
 		"cpu-period":         support(i.CPUCfsPeriod, kernel("the CFS period")),
 		"cpu-quota":          support(i.CPUCfsQuota, kernel("the CFS quota")),
@@ -236,12 +265,16 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		"device-read-bps": "throttle.read_bps_device", "device-write-bps": "throttle.write_bps_device",
 		"device-read-iops": "throttle.read_iops_device", "device-write-iops": "throttle.write_iops_device",
 	} {
-		h.Limits[field] = support(!lacks(what), ioWhy(what))
+		limits[field] = support(!lacks(what), ioWhy(what))
 	}
-	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
-	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir
+	return limits
+}
+
+// findDataRoot finds the disk under the engine's data root, where the
+// engine is local, and that disk's request limits.
+func findDataRoot(h *HostInfo, local bool, root string) {
 	if local {
-		if dev, err := diskUnder(i.DockerRootDir); err == nil {
+		if dev, err := diskUnder(root); err == nil {
 			h.DataRootDevice = dev
 			read := func(name string) int {
 				b, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/queue/" + name)
@@ -255,24 +288,6 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	} else {
 		h.DataRootNote = "the engine is remote: name devices as its host knows them"
 	}
-	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
-	switch {
-	case local && visible:
-		h.StatsSource = StatsCgroup
-		h.StatsNote = "read from the containers' cgroup files under " + cgroupRoot
-	case !local:
-		h.StatsSource = StatsEngine
-		h.StatsNote = "the engine at " + eng.DaemonHost() + " is remote: stats come from its stats endpoint, once a second"
-	default:
-		h.StatsSource = StatsEngine
-		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
-	}
-	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
-	h.Samples = h.Sampling()
-	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
-		h.StatsNote += "; " + why + ", so IOPS charts stay empty"
-	}
-	return h, nil
 }
 
 // diskUnder finds the whole disk under a directory, through sysfs: the
@@ -319,8 +334,8 @@ func (h HostInfo) Describe() string {
 // driver, the CPUs, the memory and the data root. A pool engine whose
 // identity moved since it was made ready is made ready again.
 func (h HostInfo) Identity() string {
-	return fmt.Sprintf("%s %s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
-		h.platformName(), h.version(), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+	return fmt.Sprintf("%s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
+		h.platform(), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
 }
 
 // FreeBytes is the space an unprivileged writer has under dir, read now;
@@ -334,17 +349,11 @@ func FreeBytes(dir string) int64 {
 	return int64(st.Bavail) * int64(st.Bsize)
 }
 
-func (h HostInfo) platformName() string {
+// platform names what runs the lanes, with its version: Docker's, or the
+// node's and its kubelet's.
+func (h HostInfo) platform() string {
 	if h.Kubernetes() {
-		return "Kubernetes node " + h.Kube.Node
+		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
 	}
-	return "Docker"
-}
-
-// version is the engine's version: Docker's, or the node's kubelet's.
-func (h HostInfo) version() string {
-	if h.Kubernetes() {
-		return h.Kube.KubeletVersion
-	}
-	return h.EngineVersion
+	return "Docker " + h.EngineVersion
 }

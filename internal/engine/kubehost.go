@@ -68,12 +68,6 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 // Kubernetes says whether the host's lanes run as pods.
 func (h HostInfo) Kubernetes() bool { return h.Kube != nil }
 
-// StaticCPUManager says whether the host is a Kubernetes node whose
-// kubelet runs the static CPU manager policy.
-func (h HostInfo) StaticCPUManager() bool {
-	return h.Kube != nil && h.Kube.CPUManager == experiments.CPUManagerStatic
-}
-
 func (h HostInfo) describeKubernetes() string {
 	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion, h.NCPU)
 	if h.Kube.CPUManager != "" {
