@@ -49,116 +49,148 @@ func WriteOCIArchive(w io.Writer, binPath string, pause bool) ([]string, error) 
 	if err := checkStatic(bin); err != nil {
 		return nil, fmt.Errorf("engine: %s cannot run in an image of its own: %w (build it with CGO_ENABLED=0)", binPath, err)
 	}
-	st, err := bin.Stat()
-	if err != nil {
-		return nil, err
-	}
 	ref, err := OCIImageRef(binPath)
 	if err != nil {
 		return nil, err
 	}
-	// The layer goes to a temporary file: its digest comes before it in
-	// the archive's index, and the binary is never held whole.
-	layer, err := os.CreateTemp("", "limitlab-layer-*.tar")
+	layer, err := layerOf(bin)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(layer.Name())
-	defer layer.Close()
-	lh := sha256.New()
-	if err := writeLayer(io.MultiWriter(layer, lh), io.NewSectionReader(bin, 0, st.Size())); err != nil {
-		return nil, fmt.Errorf("engine: write image layer: %w", err)
-	}
-	layerSize, err := layer.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, err
-	}
-	layerDigest := "sha256:" + hex.EncodeToString(lh.Sum(nil))
+	defer layer.remove()
 
-	tw := tar.NewWriter(w)
-	blobs := map[string]bool{}
-	blob := func(b []byte) (string, error) {
-		sum := sha256.Sum256(b)
-		d := hex.EncodeToString(sum[:])
-		if !blobs[d] {
-			blobs[d] = true
-			if err := tw.WriteHeader(&tar.Header{Name: "blobs/sha256/" + d, Mode: 0o644, Size: int64(len(b))}); err != nil {
-				return "", err
-			}
-			if _, err := tw.Write(b); err != nil {
-				return "", err
-			}
-		}
-		return "sha256:" + d, nil
-	}
-	for _, f := range []struct {
-		name string
-		data string
-	}{{"oci-layout", `{"imageLayoutVersion":"1.0.0"}`}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
-			return nil, err
-		}
-		if _, err := io.WriteString(tw, f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: "blobs/sha256/" + strings.TrimPrefix(layerDigest, "sha256:"), Mode: 0o644, Size: layerSize}); err != nil {
+	ow := ociWriter{tw: tar.NewWriter(w), blobs: map[string]bool{}}
+	if err := ow.file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return nil, err
 	}
-	if _, err := io.Copy(tw, io.NewSectionReader(layer, 0, layerSize)); err != nil {
+	if err := ow.tw.WriteHeader(&tar.Header{Name: "blobs/sha256/" + strings.TrimPrefix(layer.digest, "sha256:"), Mode: 0o644, Size: layer.size}); err != nil {
 		return nil, err
 	}
-
+	if _, err := io.Copy(ow.tw, io.NewSectionReader(layer.f, 0, layer.size)); err != nil {
+		return nil, err
+	}
 	images := []struct{ ref, cmd string }{{ref, "workload"}}
 	if pause {
 		images = append(images, struct{ ref, cmd string }{PauseImage, "pause"})
 	}
-	type descriptor struct {
-		MediaType   string            `json:"mediaType"`
-		Digest      string            `json:"digest"`
-		Size        int64             `json:"size"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	}
 	var index struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Manifests     []descriptor `json:"manifests"`
+		SchemaVersion int             `json:"schemaVersion"`
+		MediaType     string          `json:"mediaType"`
+		Manifests     []ociDescriptor `json:"manifests"`
 	}
 	index.SchemaVersion, index.MediaType = 2, "application/vnd.oci.image.index.v1+json"
 	var refs []string
 	for _, im := range images {
-		config, _ := json.Marshal(map[string]any{
-			"architecture": "amd64", "os": "linux",
-			"config": map[string]any{"Entrypoint": []string{"/limitlab", im.cmd}, "User": "65534:65534", "WorkingDir": "/"},
-			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
-		})
-		cd, err := blob(config)
+		d, err := ow.image(layer, im.ref, im.cmd)
 		if err != nil {
 			return nil, err
 		}
-		manifest, _ := json.Marshal(map[string]any{
-			"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-			"config": descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: cd, Size: int64(len(config))},
-			"layers": []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: layerDigest, Size: layerSize}},
-		})
-		md, err := blob(manifest)
-		if err != nil {
-			return nil, err
-		}
-		index.Manifests = append(index.Manifests, descriptor{
-			MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: md, Size: int64(len(manifest)),
-			Annotations: map[string]string{"io.containerd.image.name": im.ref, "org.opencontainers.image.ref.name": im.ref[strings.LastIndex(im.ref, ":")+1:]},
-		})
+		index.Manifests = append(index.Manifests, d)
 		refs = append(refs, im.ref)
 	}
 	ib, _ := json.Marshal(index)
-	if err := tw.WriteHeader(&tar.Header{Name: "index.json", Mode: 0o644, Size: int64(len(ib))}); err != nil {
+	if err := ow.file("index.json", ib); err != nil {
 		return nil, err
 	}
-	if _, err := tw.Write(ib); err != nil {
-		return nil, err
+	return refs, ow.tw.Close()
+}
+
+// ociLayer is the image's one layer, the binary, in a temporary file: its
+// digest comes before it in the archive's index, and the binary is never
+// held whole.
+type ociLayer struct {
+	f      *os.File
+	size   int64
+	digest string
+}
+
+func layerOf(bin *os.File) (ociLayer, error) {
+	st, err := bin.Stat()
+	if err != nil {
+		return ociLayer{}, err
 	}
-	return refs, tw.Close()
+	f, err := os.CreateTemp("", "limitlab-layer-*.tar")
+	if err != nil {
+		return ociLayer{}, err
+	}
+	l := ociLayer{f: f}
+	h := sha256.New()
+	if err := writeLayer(io.MultiWriter(f, h), io.NewSectionReader(bin, 0, st.Size())); err != nil {
+		l.remove()
+		return ociLayer{}, fmt.Errorf("engine: write image layer: %w", err)
+	}
+	if l.size, err = f.Seek(0, io.SeekCurrent); err != nil {
+		l.remove()
+		return ociLayer{}, err
+	}
+	l.digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return l, nil
+}
+
+func (l ociLayer) remove() {
+	l.f.Close()
+	os.Remove(l.f.Name())
+}
+
+type ociDescriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ociWriter writes an OCI image layout as a tar stream, each blob once.
+type ociWriter struct {
+	tw    *tar.Writer
+	blobs map[string]bool
+}
+
+func (ow ociWriter) file(name string, data []byte) error {
+	if err := ow.tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data))}); err != nil {
+		return err
+	}
+	_, err := ow.tw.Write(data)
+	return err
+}
+
+// blob writes b under its digest, unless it is there already.
+func (ow ociWriter) blob(b []byte) (string, error) {
+	sum := sha256.Sum256(b)
+	d := hex.EncodeToString(sum[:])
+	if !ow.blobs[d] {
+		ow.blobs[d] = true
+		if err := ow.file("blobs/sha256/"+d, b); err != nil {
+			return "", err
+		}
+	}
+	return "sha256:" + d, nil
+}
+
+// image writes the config and manifest of an image of the layer that runs
+// the binary with cmd as nobody, and returns its descriptor, named ref.
+func (ow ociWriter) image(layer ociLayer, ref, cmd string) (ociDescriptor, error) {
+	config, _ := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"config": map[string]any{"Entrypoint": []string{"/limitlab", cmd}, "User": "65534:65534", "WorkingDir": "/"},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.digest}},
+	})
+	cd, err := ow.blob(config)
+	if err != nil {
+		return ociDescriptor{}, err
+	}
+	manifest, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": ociDescriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: cd, Size: int64(len(config))},
+		"layers": []ociDescriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: layer.digest, Size: layer.size}},
+	})
+	md, err := ow.blob(manifest)
+	if err != nil {
+		return ociDescriptor{}, err
+	}
+	return ociDescriptor{
+		MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: md, Size: int64(len(manifest)),
+		Annotations: map[string]string{"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref[strings.LastIndex(ref, ":")+1:]},
+	}, nil
 }
 
 // writeLayer is the image's one layer: the binary, and /data owned by
