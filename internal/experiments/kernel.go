@@ -77,16 +77,33 @@ const (
 // the kernel's IO files name devices by; a device missing from it is shown
 // by its path.
 func KernelFiles(r Resources, v2 bool, devices map[string]string) []KernelFile {
-	var out []KernelFile
-	add := func(flag, value, controller, file, want string) {
-		if v2 {
-			controller = ""
-		}
-		out = append(out, KernelFile{Flag: flag, Value: value, Controller: controller, File: file, Want: want})
-	}
-	num := func(n int64) string { return strconv.FormatInt(n, 10) }
+	k := &kernelFiles{v2: v2, devices: devices}
+	k.cpu(r)
+	k.memory(r)
+	k.blockIO(r)
+	return k.out
+}
 
-	// CPU bandwidth: --cpus is a quota over the default 100 ms period.
+// kernelFiles gathers the files a lane's limits write, for a hierarchy.
+type kernelFiles struct {
+	v2      bool
+	devices map[string]string
+	out     []KernelFile
+}
+
+func (k *kernelFiles) add(flag, value, controller, file, want string) {
+	if k.v2 {
+		controller = ""
+	}
+	k.out = append(k.out, KernelFile{Flag: flag, Value: value, Controller: controller, File: file, Want: want})
+}
+
+func num(n int64) string { return strconv.FormatInt(n, 10) }
+
+// cpu: the CFS bandwidth, the shares and the cpuset.
+func (k *kernelFiles) cpu(r Resources) {
+	v2, add := k.v2, k.add
+	// --cpus is a quota over the default 100 ms period.
 	period, quota := r.CPUPeriod, r.CPUQuota
 	flag, value := "--cpu-quota", num(r.CPUQuota)
 	if r.NanoCPUs > 0 {
@@ -127,8 +144,11 @@ func KernelFiles(r Resources, v2 bool, devices map[string]string) []KernelFile {
 		}
 		add("--cpuset-cpus", c, "cpuset", "cpuset.cpus", want)
 	}
+}
 
-	// Memory.
+// memory: the limit, swap, the reservation, and pids.
+func (k *kernelFiles) memory(r Resources) {
+	v2, add := k.v2, k.add
 	if m := r.Memory; m > 0 {
 		add("--memory", num(m), "memory", pick(v2, "memory.max", "memory.limit_in_bytes"), num(m))
 	}
@@ -151,8 +171,12 @@ func KernelFiles(r Resources, v2 bool, devices map[string]string) []KernelFile {
 	if p := r.PidsLimit; p > 0 {
 		add("--pids-limit", num(p), "pids", "pids.max", num(p))
 	}
+}
 
-	// Block IO.
+// blockIO: the throttles and the weights, on the devices as the kernel
+// names them.
+func (k *kernelFiles) blockIO(r Resources) {
+	v2, add, devices := k.v2, k.add, k.devices
 	dev := func(path string) string {
 		if d, ok := devices[path]; ok {
 			return d
@@ -176,7 +200,7 @@ func KernelFiles(r Resources, v2 bool, devices map[string]string) []KernelFile {
 	throttle("--device-write-iops", r.WriteIOps, "blkio.throttle.write_iops_device", "wiops")
 	either := func(flag, value string, files ...[2]string) {
 		for _, f := range files {
-			out = append(out, KernelFile{Flag: flag, Value: value, Controller: pick(v2, "", "blkio"), File: f[0], Want: f[1], Either: len(files) > 1})
+			k.out = append(k.out, KernelFile{Flag: flag, Value: value, Controller: pick(v2, "", "blkio"), File: f[0], Want: f[1], Either: len(files) > 1})
 		}
 	}
 	if w := r.BlkioWeight; w > 0 {
@@ -199,7 +223,6 @@ func KernelFiles(r Resources, v2 bool, devices map[string]string) []KernelFile {
 			either("--blkio-weight-device", value, [2]string{"blkio.bfq.weight", line}, [2]string{"blkio.weight_device", line})
 		}
 	}
-	return out
 }
 
 func pick(v2 bool, a, b string) string {
