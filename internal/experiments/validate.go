@@ -155,6 +155,34 @@ const (
 // returned only when there are none: nothing may start from a spec with any
 // invalid part.
 func Validate(spec Spec, host Host) (Plan, Errors) {
+	plan, errs := validateRun(spec, host)
+	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {
+		errs = append(errs, FieldError{Lane: -1, Field: "lanes", Message: fmt.Sprintf("want 1 to %d lanes, got %d", MaxLanes, len(spec.Lanes))})
+		return plan, errs // nothing more is read of a spec past the cap
+	}
+	seen := map[string]int{}
+	for i, lane := range spec.Lanes {
+		pl, lerrs := validateLane(i, lane, spec.Mode, plan.Duration, host, seen)
+		errs = append(errs, lerrs...)
+		plan.Lanes = append(plan.Lanes, pl)
+	}
+	errs = append(errs, linkTargets(&plan)...)
+	if len(errs) == 0 {
+		plan.Groups = groups(plan)
+		errs = placeExclusive(plan, host)
+	}
+	if len(errs) == 0 {
+		errs = capRun(plan, host)
+	}
+	if len(errs) > 0 {
+		return Plan{}, errs
+	}
+	return plan, nil
+}
+
+// validateRun checks what a spec says of the whole run: its name, mode,
+// duration, interval, repeats and lab.
+func validateRun(spec Spec, host Host) (Plan, Errors) {
 	var errs Errors
 	add := func(lane int, field, format string, args ...any) {
 		errs = append(errs, FieldError{Lane: lane, Field: field, Message: fmt.Sprintf(format, args...)})
@@ -208,71 +236,63 @@ func Validate(spec Spec, host Host) (Plan, Errors) {
 			plan.Lab, plan.Verdict, plan.Steps = lab.ID, lab.Verdict, lab.Steps
 		}
 	}
-	if len(spec.Lanes) == 0 || len(spec.Lanes) > MaxLanes {
-		add(-1, "lanes", "want 1 to %d lanes, got %d", MaxLanes, len(spec.Lanes))
-		return plan, errs // nothing more is read of a spec past the cap
+	return plan, errs
+}
+
+// validateLane checks lane i of a run of mode and duration: its name
+// (unique among those seen so far), workload, limits or resources, and
+// phases.
+func validateLane(i int, lane Lane, mode Mode, duration time.Duration, host Host, seen map[string]int) (PlannedLane, Errors) {
+	var errs Errors
+	add := func(lane int, field, format string, args ...any) {
+		errs = append(errs, FieldError{Lane: lane, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	seen := map[string]int{}
-	for i, lane := range spec.Lanes {
-		name := strings.TrimSpace(lane.Name)
-		if name == "" {
-			name = "lane " + strconv.Itoa(i+1)
-		}
-		if len(name) > 64 {
-			add(i, "name", "at most 64 characters")
-		}
-		if j, dup := seen[name]; dup {
-			add(i, "name", "%q is already the name of lane %d", name, j)
-		}
-		seen[name] = i
-		w, werrs := validateWorkload(lane.Workload)
-		for _, e := range werrs {
-			add(i, e.Field, "%s", e.Message)
-		}
-		if e := checkAllowed(i, w, host); e != nil {
-			errs = append(errs, *e)
-		}
-		res, pod, lerrs := resolveLane(lane, w, host)
-		for _, e := range lerrs {
-			add(i, e.Field, "%s", e.Message)
-		}
-		pl := PlannedLane{Name: name, Workload: w, Resources: res, Pod: pod, Target: -1}
-		for _, at := range []struct {
-			field, v string
-			out      *time.Duration
-		}{{"start_at", lane.StartAt, &pl.StartAt}, {"stop_at", lane.StopAt, &pl.StopAt}} {
-			if at.v == "" {
-				continue
-			}
-			d, err := time.ParseDuration(at.v)
-			switch {
-			case err != nil:
-				add(i, at.field, "invalid offset %q: want e.g. \"10s\"", at.v)
-			case d <= 0 || d >= plan.Duration:
-				add(i, at.field, "must be after the run's start and before its end (%s), got %s", plan.Duration, d)
-			case spec.Mode == Sequential:
-				add(i, at.field, "phases need the parallel mode: in a sequential run lanes follow each other")
-			default:
-				*at.out = d
-			}
-		}
-		if pl.StopAt > 0 && pl.StopAt <= pl.StartAt {
-			add(i, "stop_at", "must come after start_at (%s), got %s", pl.StartAt, pl.StopAt)
-		}
-		plan.Lanes = append(plan.Lanes, pl)
+	name := strings.TrimSpace(lane.Name)
+	if name == "" {
+		name = "lane " + strconv.Itoa(i+1)
 	}
-	errs = append(errs, linkTargets(&plan)...)
-	if len(errs) == 0 {
-		plan.Groups = groups(plan)
-		errs = placeExclusive(plan, host)
+	if len(name) > 64 {
+		add(i, "name", "at most 64 characters")
 	}
-	if len(errs) == 0 {
-		errs = capRun(plan, host)
+	if j, dup := seen[name]; dup {
+		add(i, "name", "%q is already the name of lane %d", name, j)
 	}
-	if len(errs) > 0 {
-		return Plan{}, errs
+	seen[name] = i
+	w, werrs := validateWorkload(lane.Workload)
+	for _, e := range werrs {
+		add(i, e.Field, "%s", e.Message)
 	}
-	return plan, nil
+	if e := checkAllowed(i, w, host); e != nil {
+		errs = append(errs, *e)
+	}
+	res, pod, lerrs := resolveLane(lane, w, host)
+	for _, e := range lerrs {
+		add(i, e.Field, "%s", e.Message)
+	}
+	pl := PlannedLane{Name: name, Workload: w, Resources: res, Pod: pod, Target: -1}
+	for _, at := range []struct {
+		field, v string
+		out      *time.Duration
+	}{{"start_at", lane.StartAt, &pl.StartAt}, {"stop_at", lane.StopAt, &pl.StopAt}} {
+		if at.v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(at.v)
+		switch {
+		case err != nil:
+			add(i, at.field, "invalid offset %q: want e.g. \"10s\"", at.v)
+		case d <= 0 || d >= duration:
+			add(i, at.field, "must be after the run's start and before its end (%s), got %s", duration, d)
+		case mode == Sequential:
+			add(i, at.field, "phases need the parallel mode: in a sequential run lanes follow each other")
+		default:
+			*at.out = d
+		}
+	}
+	if pl.StopAt > 0 && pl.StopAt <= pl.StartAt {
+		add(i, "stop_at", "must come after start_at (%s), got %s", pl.StartAt, pl.StopAt)
+	}
+	return pl, errs
 }
 
 // linkTargets resolves each load lane's target to an http lane.
