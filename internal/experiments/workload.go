@@ -59,37 +59,54 @@ func validateWorkload(w Workload) (Workload, Errors) {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	var ints []bound
-	usesSeconds, usesRate := false, false
+	k, ok := checkKind(&w, add)
+	if !ok {
+		return w, errs
+	}
+	used := checkBounds(k.ints, add)
+	checkApplies(w, k, used, add)
+	return w, errs
+}
+
+// kindFields are the fields a workload kind takes: its whole numbers with
+// their bounds, and whether it runs for seconds and at a rate.
+type kindFields struct {
+	ints                  []bound
+	usesSeconds, usesRate bool
+}
+
+// checkKind checks a workload's kind and the fields only it has, sets its
+// defaults, and says which of the shared fields it takes.
+func checkKind(w *Workload, add func(field, format string, args ...any)) (k kindFields, ok bool) {
 	switch w.Kind {
 	case KindMD5:
-		ints = []bound{{"mb", &w.MB, 64, 100000}}
+		k.ints = []bound{{"mb", &w.MB, 64, 100000}}
 	case KindPrimes:
-		ints = []bound{{"threads", &w.Threads, 1, 64}, {"events", &w.Events, 10000, 100000000}, {"max_prime", &w.MaxPrime, 10000, 100000000}}
+		k.ints = []bound{{"threads", &w.Threads, 1, 64}, {"events", &w.Events, 10000, 100000000}, {"max_prime", &w.MaxPrime, 10000, 100000000}}
 	case KindSpin:
-		ints = []bound{{"threads", &w.Threads, 1, 64}}
-		usesSeconds = true
+		k.ints = []bound{{"threads", &w.Threads, 1, 64}}
+		k.usesSeconds = true
 		if w.Seconds == 0 {
 			w.Seconds = 10
 		}
 	case KindMem:
-		ints = []bound{{"mb", &w.MB, 100, 16384}}
-		usesSeconds, usesRate = true, true
+		k.ints = []bound{{"mb", &w.MB, 100, 16384}}
+		k.usesSeconds, k.usesRate = true, true
 		if w.Seconds == 0 {
 			w.Seconds = 5
 		}
 	case KindDiskWrite:
-		ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", (*int)(&w.BS), 1 << 20, 64 << 20}, {"depth", &w.Depth, 1, 64}}
+		k.ints = []bound{{"mb", &w.MB, 100, 65536}, {"bs", (*int)(&w.BS), 1 << 20, 64 << 20}, {"depth", &w.Depth, 1, 64}}
 	case KindDiskRead:
-		ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", (*int)(&w.BS), 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
-		usesSeconds = true
+		k.ints = []bound{{"mb", &w.MB, 64, 65536}, {"bs", (*int)(&w.BS), 4096, 64 << 20}, {"depth", &w.Depth, 1, 256}}
+		k.usesSeconds = true
 		if w.Seconds == 0 {
 			w.Seconds = 10
 		}
 	case KindHTTP:
 		// seconds 0: serve until the lanes that load it have ended.
-		ints = []bound{{"work_us", &w.WorkUS, 1000, 1000000}}
-		usesSeconds = true
+		k.ints = []bound{{"work_us", &w.WorkUS, 1000, 1000000}}
+		k.usesSeconds = true
 		if w.AllocKB < 0 || w.AllocKB > 65536 {
 			add("workload.alloc_kb", "must be from 0 to 65536, got %d", w.AllocKB)
 		}
@@ -104,11 +121,11 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		}
 	case KindImage:
 		// seconds 0: serve until the lanes that load it have ended.
-		usesSeconds = true
-		validateImage(&w, add)
+		k.usesSeconds = true
+		validateImage(w, add)
 	case KindLoad:
-		ints = []bound{{"concurrency", &w.Concurrency, 1, 1024}}
-		usesSeconds = true
+		k.ints = []bound{{"concurrency", &w.Concurrency, 1, 1024}}
+		k.usesSeconds = true
 		if w.Target == "" {
 			add("workload.target", "missing: name the http lane to load")
 		}
@@ -126,11 +143,17 @@ func validateWorkload(w Workload) (Workload, Errors) {
 		}
 	case "":
 		add("workload.kind", "missing: want one of %v", Kinds)
-		return w, errs
+		return k, false
 	default:
 		add("workload.kind", "unknown workload %q: want one of %v", w.Kind, Kinds)
-		return w, errs
+		return k, false
 	}
+	return k, true
+}
+
+// checkBounds gives each whole number its default or checks its bounds,
+// and says which fields the kind took.
+func checkBounds(ints []bound, add func(field, format string, args ...any)) map[string]bool {
 	used := map[string]bool{}
 	for _, b := range ints {
 		used[b.field] = true
@@ -141,6 +164,13 @@ func validateWorkload(w Workload) (Workload, Errors) {
 			add("workload."+b.field, "must be from 1 to %d, got %d", b.max, *b.val)
 		}
 	}
+	return used
+}
+
+// checkApplies refuses the fields a kind does not take, and checks the
+// seconds, rate and block size of those that do.
+func checkApplies(w Workload, k kindFields, used map[string]bool, add func(field, format string, args ...any)) {
+	usesSeconds, usesRate := k.usesSeconds, k.usesRate
 	if w.Kind == KindPrimes && w.MaxPrime < 3 {
 		add("workload.max_prime", "must be at least 3, got %d", w.MaxPrime)
 	}
@@ -184,7 +214,6 @@ func validateWorkload(w Workload) (Workload, Errors) {
 	} else if w.RateMBps != 0 {
 		add("workload.rate_mb_s", "does not apply to the %s workload", w.Kind)
 	}
-	return w, errs
 }
 
 // Command is the workload program's command line for this workload, in
