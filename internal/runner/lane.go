@@ -20,7 +20,6 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	ls := r.st.lanes[i]
 	id, start := ls.id, r.st.start
 	r.mu.Unlock()
-	pl := r.plan.Lanes[i]
 	// Waiting must outlive ctx: after a stop the lane is killed and its
 	// exit still has to be collected.
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
@@ -30,31 +29,76 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	if gate != nil {
 		defer gate.leave(i) // a lane that never runs holds no one up
 	}
+	pid, ok := x.startLane(ctx, i, id, start, log)
+	if !ok {
+		return
+	}
+	began := start // what the run's duration counts from
+	if gate != nil && pid > 0 {
+		// The lanes begin their work together: from then on they run,
+		// and have the run's duration.
+		if at := gate.arrive(ctx, i, pid); !at.IsZero() {
+			x.setLane(i, func(l *laneState) { l.runningAt, l.startedAt, l.barrier = l.startedAt, at.Sub(start).Seconds(), true })
+			began = at
+		}
+	}
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 
+	lctx, lcancel := context.WithCancel(wctx)
+	defer lcancel()
+	foreign := r.plan.Lanes[i].Workload.Kind == experiments.KindImage
+	stderrc := make(chan []byte, 1)
+	// The log follower lives until the container's output ends (it
+	// exits), or until lcancel; it hands back what the lane wrote to
+	// stderr only when it has stopped writing it.
+	go func() { stderrc <- x.followLogs(lctx, ls, id, !foreign) }()
+
+	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, began, wait, log)
+	// The lane ended when the engine said so, not when its log stream
+	// has drained.
+	ended := time.Since(start).Seconds()
+	var stderr []byte
+	select {
+	case stderr = <-stderrc:
+	case <-time.After(5 * time.Second):
+		lcancel()
+		stderr = <-stderrc
+	}
+	x.endLane(i, exit, laneEnd{at: ended, timedOut: timedOut, stopped: stopped, foreign: foreign, stderr: stderr})
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
+}
+
+// startLane starts lane i when its phase and its service say, opens its
+// counters, its kernel view and its progress, and marks it running; ok is
+// false for a lane that never started (skipped, or failed to start).
+func (x *execution) startLane(ctx context.Context, i int, id string, start time.Time, log *slog.Logger) (pid int, ok bool) {
+	r := x.r
+	be := r.env.backend()
+	pl := r.plan.Lanes[i]
 	if !x.awaitStartAt(ctx, i, start) {
 		x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
-		return
+		return 0, false
 	}
 	if t := pl.Target; t >= 0 {
 		// A load lane joins its service's network namespace, which exists
 		// only while the service runs.
 		if err := x.awaitRunning(ctx, t); err != nil {
 			x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
-			return
+			return 0, false
 		}
 	}
 	asked := time.Now()
 	pid, err := be.Start(ctx, id)
 	if err != nil {
 		x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
-		return
+		return 0, false
 	}
 	r.env.startLatency.Store(int64(time.Since(asked)))
 	started := time.Since(start).Seconds()
 	rd, every, source := be.OpenReader(ctx, r.env.Host, id, pid, log)
 	first, ferr := rd.Read()
 	r.mu.Lock()
-	applied := ls.applied // replaced, never changed in place, by a live change
+	applied := r.st.lanes[i].applied // replaced, never changed in place, by a live change
 	r.mu.Unlock()
 	var kernel *engine.KernelView
 	if applied != nil {
@@ -73,37 +117,23 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 		}
 		l.state, l.startedAt = LaneRunning, started
 	})
-	began := start // what the run's duration counts from
-	if gate != nil && pid > 0 {
-		// The lanes begin their work together: from then on they run,
-		// and have the run's duration.
-		if at := gate.arrive(ctx, i, pid); !at.IsZero() {
-			x.setLane(i, func(l *laneState) { l.runningAt, l.startedAt, l.barrier = l.startedAt, at.Sub(start).Seconds(), true })
-			began = at
-		}
-	}
-	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
+	return pid, true
+}
 
-	lctx, lcancel := context.WithCancel(wctx)
-	defer lcancel()
-	stderrc := make(chan []byte, 1)
-	// The log follower lives until the container's output ends (it
-	// exits), or until lcancel; it hands back what the lane wrote to
-	// stderr only when it has stopped writing it.
-	go func() { stderrc <- x.followLogs(lctx, ls, id, !foreign) }()
+// laneEnd is how a lane ended: when, whether its time ran out or it was
+// stopped, whether it was a facilitator's service, and its stderr.
+type laneEnd struct {
+	at                float64
+	timedOut, stopped bool
+	foreign           bool
+	stderr            []byte
+}
 
-	exit, timedOut, stopped := x.awaitExit(ctx, i, id, start, began, wait, log)
-	// The lane ended when the engine said so, not when its log stream
-	// has drained.
-	ended := time.Since(start).Seconds()
-	var stderr []byte
-	select {
-	case stderr = <-stderrc:
-	case <-time.After(5 * time.Second):
-		lcancel()
-		stderr = <-stderrc
-	}
-
+// endLane records how lane i ended: its exit, its times and totals, and
+// whether it completed; and closes its readers.
+func (x *execution) endLane(i int, exit engine.Exit, e laneEnd) {
+	r := x.r
+	timedOut, stopped, foreign, ended, stderr := e.timedOut, e.stopped, e.foreign, e.at, e.stderr
 	r.mu.Lock()
 	l := r.st.lanes[i]
 	l.state, l.endedAt, l.timedOut = LaneExited, ended, timedOut
@@ -150,7 +180,6 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	}
 	l.reader, l.progress = nil, nil
 	r.mu.Unlock()
-	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 }
 
 // awaitStartAt waits for lane i's phase to begin, if it begins later in
