@@ -34,103 +34,33 @@ func (x *execution) sample(ctx context.Context) {
 // samples as one batch.
 func (x *execution) sampleOnce(now time.Time) {
 	r := x.r
-	type job struct {
-		i        int
-		rd       engine.Reader
-		progress *engine.ProgressReader
-		pid      int
-	}
-	var jobs []job
+	var jobs []sampleJob
 	r.mu.Lock()
 	start := r.st.start
 	for i, l := range r.st.lanes {
 		if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
-			jobs = append(jobs, job{i, l.reader, l.progress, l.pid})
+			jobs = append(jobs, sampleJob{i: i, rd: l.reader, progress: l.progress, pid: l.pid})
 		}
 	}
 	r.mu.Unlock()
-	// Read outside the lock. Cgroup files are read in turn, in
-	// well under a millisecond each; engine stats calls, which can
-	// take a second, all at once.
-	counters := make([]engine.Counters, len(jobs))
-	errs := make([]error, len(jobs))
-	type report struct {
-		p   wire.Progress
-		new bool
-	}
-	reports := make([]report, len(jobs))
-	for k, j := range jobs {
-		if j.progress != nil {
-			reports[k].p, reports[k].new = j.progress.Read()
-		}
-	}
-	var reads sync.WaitGroup
-	for k, j := range jobs {
-		if _, slow := j.rd.(*engine.EngineReader); !slow {
-			counters[k], errs[k] = j.rd.Read()
-			continue
-		}
-		reads.Add(1)
-		// Lives for one engine stats call (at most 5 s).
-		go func() {
-			defer reads.Done()
-			counters[k], errs[k] = j.rd.Read()
-		}()
-	}
-	reads.Wait()
-	if x.load != nil {
-		for k, j := range jobs {
-			if errs[k] == nil && j.pid > 0 {
-				counters[k].RunDelayNs, counters[k].HasRunDelay = x.load.runDelay(j.pid, now)
-			}
-		}
-		x.load.sweep(now)
-	}
+	x.read(jobs, now)
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
 	r.mu.Lock()
 	phased := r.bounds != nil
-	for k, j := range jobs {
+	for k := range jobs {
+		j := &jobs[k]
 		l := r.st.lanes[j.i]
-		if errs[k] != nil || l.reader != j.rd {
+		if j.err != nil || l.reader != j.rd {
 			continue // the lane ended meanwhile
 		}
-		if reports[k].new {
-			l.progressed(reports[k].p)
+		if j.fresh {
+			l.progressed(j.report)
 		}
-		c := counters[k]
-		if l.hasPrev && c.Fell(l.prev) {
-			// Cumulative counters never fall in one cgroup's life: a
-			// reading whose counters did is no later reading of the lane's,
-			// and would leave its totals short.
-			continue
-		}
-		if l.hasPrev {
-			lanesNs += c.CPUNs - l.prev.CPUNs
-			if c.HasRunDelay && l.prev.HasRunDelay && c.RunDelayNs >= l.prev.RunDelayNs {
-				l.waitNs, l.waitRead = l.waitNs+c.RunDelayNs-l.prev.RunDelayNs, true
-			}
-			p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
-			if l.latency != nil {
-				p.LatencyMs, p.Failures = l.latency, l.failures
-				l.latency = nil // each interval's latency goes out once
-			}
-			s := engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c, p)
+		if s, ns, ok := x.record(l, j, start, phased); ok {
 			batch = append(batch, s)
-			l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
-				Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes()})
-			if phased && l.reported {
-				// Phase means count only samples after the
-				// workload's first report of its rate.
-				l.phased = append(l.phased, s)
-			}
+			lanesNs += ns
 		}
-		// The interval from the lane's first reading, taken as it
-		// started, to its first tick is off the clock by design.
-		if l.hasPrev && l.every == 0 && l.ticked {
-			r.st.jitter.add(c.At.Sub(l.lastRead), r.interval)
-		}
-		l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	}
 	moved := len(batch) > 0 && r.st.guide.advance(r.st.lanes, now.Sub(start).Seconds())
 	lanesNs += r.st.unsampledNs
@@ -150,4 +80,92 @@ func (x *execution) sampleOnce(now time.Time) {
 	if moved {
 		r.publishView()
 	}
+}
+
+// sampleJob is one lane's reading at a tick: what to read, and what was
+// read.
+type sampleJob struct {
+	i        int
+	rd       engine.Reader
+	progress *engine.ProgressReader
+	pid      int
+
+	c      engine.Counters
+	err    error
+	report wire.Progress
+	fresh  bool // a progress report newer than the last
+}
+
+// read takes each job's reading, outside the run's lock: its progress,
+// its counters, and its threads' run delay. Cgroup files are read in
+// turn, in well under a millisecond each; engine stats calls, which can
+// take a second, all at once.
+func (x *execution) read(jobs []sampleJob, now time.Time) {
+	for k := range jobs {
+		if p := jobs[k].progress; p != nil {
+			jobs[k].report, jobs[k].fresh = p.Read()
+		}
+	}
+	var reads sync.WaitGroup
+	for k := range jobs {
+		j := &jobs[k]
+		if _, slow := j.rd.(*engine.EngineReader); !slow {
+			j.c, j.err = j.rd.Read()
+			continue
+		}
+		reads.Add(1)
+		// Lives for one engine stats call (at most 5 s).
+		go func() {
+			defer reads.Done()
+			j.c, j.err = j.rd.Read()
+		}()
+	}
+	reads.Wait()
+	if x.load != nil {
+		for k := range jobs {
+			if j := &jobs[k]; j.err == nil && j.pid > 0 {
+				j.c.RunDelayNs, j.c.HasRunDelay = x.load.runDelay(j.pid, now)
+			}
+		}
+		x.load.sweep(now)
+	}
+}
+
+// record makes lane l's sample from its reading against its last one, and
+// keeps it; the run's lock is held. ok is false for a lane's first
+// reading, and for one whose counters fell (no later reading of the
+// lane's: its totals would be left short); cpuNs is the lane's CPU since
+// its last reading.
+func (x *execution) record(l *laneState, j *sampleJob, start time.Time, phased bool) (s engine.Sample, cpuNs uint64, ok bool) {
+	c := j.c
+	if l.hasPrev && c.Fell(l.prev) {
+		return s, 0, false
+	}
+	if l.hasPrev {
+		cpuNs = c.CPUNs - l.prev.CPUNs
+		if c.HasRunDelay && l.prev.HasRunDelay && c.RunDelayNs >= l.prev.RunDelayNs {
+			l.waitNs, l.waitRead = l.waitNs+c.RunDelayNs-l.prev.RunDelayNs, true
+		}
+		p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
+		if l.latency != nil {
+			p.LatencyMs, p.Failures = l.latency, l.failures
+			l.latency = nil // each interval's latency goes out once
+		}
+		s = engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c, p)
+		l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
+			Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes()})
+		if phased && l.reported {
+			// Phase means count only samples after the workload's first
+			// report of its rate.
+			l.phased = append(l.phased, s)
+		}
+		ok = true
+	}
+	// The interval from the lane's first reading, taken as it started, to
+	// its first tick is off the clock by design.
+	if l.hasPrev && l.every == 0 && l.ticked {
+		x.r.st.jitter.add(c.At.Sub(l.lastRead), x.r.interval)
+	}
+	l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
+	return s, cpuNs, ok
 }
