@@ -111,8 +111,8 @@ func TestAFacilitatorsImageRunsUnderASearch(t *testing.T) {
 			t.Errorf("POST %s %s: %d %s, want 400 naming %s", c.path, c.body, res.StatusCode, b, c.field)
 		}
 	}
-	if n := enginetest.Labelled(t, ""); n != 0 {
-		t.Fatalf("%d containers after refused specs, want none started", n)
+	if left := enginetest.LabelledContainers(t, ""); len(left) != 0 {
+		t.Fatalf("containers after refused specs, want none started: %v", left)
 	}
 
 	code, b := postFind(t, base, `{"lab": "our-service"}`)

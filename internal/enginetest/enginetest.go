@@ -99,6 +99,13 @@ func setup() (*client.Client, string, engine.HostInfo, error) {
 // runID is empty).
 func Labelled(t testing.TB, runID string) int {
 	t.Helper()
+	return len(LabelledContainers(t, runID))
+}
+
+// LabelledContainers names the containers Labelled counts, each with its
+// run label and state, for a failure to say what was left.
+func LabelledContainers(t testing.TB, runID string) []string {
+	t.Helper()
 	c, _, _ := Engine(t)
 	label := engine.LabelRun
 	if runID != "" {
@@ -108,7 +115,11 @@ func Labelled(t testing.TB, runID string) int {
 	if err != nil {
 		t.Fatalf("list containers: %v", err)
 	}
-	return len(list.Items)
+	var out []string
+	for _, ct := range list.Items {
+		out = append(out, fmt.Sprintf("%s (run %s, %s, %s)", strings.Join(ct.Names, ","), ct.Labels[engine.LabelRun], ct.State, ct.Status))
+	}
+	return out
 }
 
 // Manager returns a workshop.Manager on the real engine that is shut down,
