@@ -55,6 +55,20 @@ type config struct {
 	out                            string
 }
 
+// every calls f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
 func run() error {
 	var c config
 	flag.StringVar(&c.bin, "bin", "bin/limitlab", "the server binary")
@@ -117,27 +131,9 @@ func run() error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-dctx.Done():
-				return
-			case <-t.C:
-				r.rss(srv.rssBytes())
-			}
-		}
+		every(dctx, time.Second, func() { r.rss(srv.rssBytes()) })
 	}()
-	progress := time.NewTicker(time.Minute)
-	defer progress.Stop()
-	for waiting := true; waiting; {
-		select {
-		case <-dctx.Done():
-			waiting = false
-		case <-progress.C:
-			log.Printf("%s: %s", time.Since(start).Round(time.Second), r.line())
-		}
-	}
+	every(dctx, time.Minute, func() { log.Printf("%s: %s", time.Since(start).Round(time.Second), r.line()) })
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := srv.cpuSeconds() - cpu0

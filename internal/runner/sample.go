@@ -43,7 +43,7 @@ func (x *execution) sampleOnce(now time.Time) {
 		}
 	}
 	r.mu.Unlock()
-	x.read(jobs, now)
+	readJobs(jobs, now, x.load)
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
 	r.mu.Lock()
@@ -57,7 +57,7 @@ func (x *execution) sampleOnce(now time.Time) {
 		if j.fresh {
 			l.progressed(j.report)
 		}
-		if s, ns, ok := x.record(l, j, start, phased); ok {
+		if s, ns, ok := l.record(j, start, phased, &r.st.jitter, r.interval); ok {
 			batch = append(batch, s)
 			lanesNs += ns
 		}
@@ -96,11 +96,11 @@ type sampleJob struct {
 	fresh  bool // a progress report newer than the last
 }
 
-// read takes each job's reading, outside the run's lock: its progress,
-// its counters, and its threads' run delay. Cgroup files are read in
-// turn, in well under a millisecond each; engine stats calls, which can
-// take a second, all at once.
-func (x *execution) read(jobs []sampleJob, now time.Time) {
+// readJobs takes each job's reading, outside the run's lock: its
+// progress, its counters, and its threads' run delay (where load reads
+// the host's). Cgroup files are read in turn, in well under a millisecond
+// each; engine stats calls, which can take a second, all at once.
+func readJobs(jobs []sampleJob, now time.Time, load *hostLoad) {
 	for k := range jobs {
 		if p := jobs[k].progress; p != nil {
 			jobs[k].report, jobs[k].fresh = p.Read()
@@ -121,22 +121,23 @@ func (x *execution) read(jobs []sampleJob, now time.Time) {
 		}()
 	}
 	reads.Wait()
-	if x.load != nil {
+	if load != nil {
 		for k := range jobs {
 			if j := &jobs[k]; j.err == nil && j.pid > 0 {
-				j.c.RunDelayNs, j.c.HasRunDelay = x.load.runDelay(j.pid, now)
+				j.c.RunDelayNs, j.c.HasRunDelay = load.runDelay(j.pid, now)
 			}
 		}
-		x.load.sweep(now)
+		load.sweep(now)
 	}
 }
 
-// record makes lane l's sample from its reading against its last one, and
-// keeps it; the run's lock is held. ok is false for a lane's first
+// record makes the lane's sample from its reading against its last one,
+// keeps it, and counts how far its interval strayed in jit; the run's lock
+// is held. ok is false for a lane's first
 // reading, and for one whose counters fell (no later reading of the
 // lane's: its totals would be left short); cpuNs is the lane's CPU since
 // its last reading.
-func (x *execution) record(l *laneState, j *sampleJob, start time.Time, phased bool) (s engine.Sample, cpuNs uint64, ok bool) {
+func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitter, interval time.Duration) (s engine.Sample, cpuNs uint64, ok bool) {
 	c := j.c
 	if l.hasPrev && c.Fell(l.prev) {
 		return s, 0, false
@@ -164,7 +165,7 @@ func (x *execution) record(l *laneState, j *sampleJob, start time.Time, phased b
 	// The interval from the lane's first reading, taken as it started, to
 	// its first tick is off the clock by design.
 	if l.hasPrev && l.every == 0 && l.ticked {
-		x.r.st.jitter.add(c.At.Sub(l.lastRead), x.r.interval)
+		jit.add(c.At.Sub(l.lastRead), interval)
 	}
 	l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	return s, cpuNs, ok
