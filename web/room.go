@@ -92,7 +92,7 @@ func stepReached(row *RoomRow, steps []runner.StepView) {
 	row.Step, row.Prompt, row.Holds, row.Value = at.Index+1, at.Prompt, at.Full && at.Holds, at.ValueText
 }
 
-func (h api) apiRoom(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiRoom(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, roomBody{Participants: h.roomView()})
 }
 
@@ -100,7 +100,7 @@ func (h api) apiRoom(w http.ResponseWriter, r *http.Request) {
 // ref: its join no longer counts, it may not join again with that
 // identity, and its queued runs are ended (a running one goes on to its
 // end, or until the presenter stops it).
-func (h api) apiRemoveMember(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiRemoveMember(w http.ResponseWriter, r *http.Request) {
 	m, err := h.Room.Remove(chi.URLParam(r, "ref"))
 	if err != nil {
 		writeError(w, http.StatusNotFound, "participant", err.Error())
@@ -112,7 +112,7 @@ func (h api) apiRemoveMember(w http.ResponseWriter, r *http.Request) {
 
 // apiRoomCSV is the room at the end of a workshop, as a spreadsheet takes
 // it. A name that would start a formula is quoted with a leading '.
-func (h api) apiRoomCSV(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiRoomCSV(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	cw := csv.NewWriter(&b)
 	_ = cw.Write([]string{"participant", "joined", "run", "run_name", "lab", "state", "queue_position", "step", "steps", "steps_done", "check_holds"})

@@ -140,7 +140,7 @@ func NewRouter(d Deps) http.Handler {
 		_, _ = rand.Read(d.Secret)
 	}
 	h := &handlers{Deps: d, sign: signer{key: d.Secret}}
-	a, p, ls := api{h}, pages{h}, streams{h}
+	a, pr, p, ls := api{h}, presenter{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(secureHeaders)
@@ -191,12 +191,12 @@ func NewRouter(d Deps) http.Handler {
 			r.Get("/find/{id}", a.apiGetFind)
 			r.With(h.mustJoin).Post("/find/{id}/stop", a.apiStopFind)
 			r.Get("/featured", a.apiFeatured)
-			r.With(h.presenterOnly).Post("/runs/{id}/feature", a.apiFeature)
-			r.With(h.presenterOnly).Post("/queue/clear", a.apiClearQueue)
-			r.With(h.presenterOnly).Get("/presenter/check", a.apiPresenterCheck)
-			r.With(h.presenterOnly).Get("/presenter/room", a.apiRoom)
-			r.With(h.presenterOnly).Get("/presenter/room.csv", a.apiRoomCSV)
-			r.With(h.presenterOnly).Post("/presenter/room/{ref}/remove", a.apiRemoveMember)
+			r.With(h.presenterOnly).Post("/runs/{id}/feature", pr.apiFeature)
+			r.With(h.presenterOnly).Post("/queue/clear", pr.apiClearQueue)
+			r.With(h.presenterOnly).Get("/presenter/check", pr.apiPresenterCheck)
+			r.With(h.presenterOnly).Get("/presenter/room", pr.apiRoom)
+			r.With(h.presenterOnly).Get("/presenter/room.csv", pr.apiRoomCSV)
+			r.With(h.presenterOnly).Post("/presenter/room/{ref}/remove", pr.apiRemoveMember)
 			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
 			})
@@ -226,10 +226,14 @@ type handlers struct {
 	roomEnded map[string]RoomRow
 }
 
+// The handlers by whom they serve: the API of participants and
+// viewers, the presenter's (behind the presenter's token), the pages,
+// and the live streams.
 type (
-	api     struct{ *handlers }
-	pages   struct{ *handlers }
-	streams struct{ *handlers }
+	api       struct{ *handlers }
+	presenter struct{ *handlers }
+	pages     struct{ *handlers }
+	streams   struct{ *handlers }
 )
 
 // LoopbackHosts are the Host names a loopback listener answers to.

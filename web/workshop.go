@@ -162,7 +162,7 @@ func (h api) apiImport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, createdBody{ID: id})
 }
 
-func (h api) apiFeature(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiFeature(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if err := h.Featured.Feature(id); err != nil {
 		writeFailure(w, "run", err)
@@ -185,12 +185,12 @@ func (h api) apiFeatured(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (h api) apiClearQueue(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiClearQueue(w http.ResponseWriter, r *http.Request) {
 	n := h.Runs.ClearQueue("", "the presenter cleared the queue before this run started")
 	writeJSON(w, http.StatusOK, clearedBody{Cleared: n})
 }
 
-func (h api) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
+func (h presenter) apiPresenterCheck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, presenterBody{Presenter: true, JoinCode: h.JoinCode})
 }
 

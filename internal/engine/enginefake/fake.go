@@ -37,9 +37,8 @@ type Engine struct {
 	// CreateGate, if set, holds every ContainerCreate until it receives
 	// (or is closed): a create the engine is slow to finish.
 	CreateGate chan struct{}
-	// NCPU and Mem describe the host (2 CPUs, 8 GiB if zero).
-	NCPU int
-	Mem  int64
+	// Host is the host the engine reports.
+	Host
 
 	mu         sync.Mutex
 	seq        int
@@ -47,8 +46,18 @@ type Engine struct {
 	volumes    map[string]bool
 	creates    int
 	waiting    int
-	infoDelay  time.Duration
-	infoErr    error
+}
+
+// Host is the fake engine's host: what its Info and version say, and the
+// faults a test gives them.
+type Host struct {
+	// NCPU and Mem describe the host (2 CPUs, 8 GiB if zero).
+	NCPU int
+	Mem  int64
+
+	mu        sync.Mutex
+	infoDelay time.Duration
+	infoErr   error
 }
 
 // Container is what Summarize is told of a container: its name, labels
@@ -118,7 +127,7 @@ func (e *Engine) Counts() Counts {
 // first, answer after delay (or when its context ends) and then with err:
 // an engine that is paused, loaded or gone. Zero and nil make it answer
 // at once again. Containers go on as they were.
-func (e *Engine) SetInfoFault(delay time.Duration, err error) {
+func (e *Host) SetInfoFault(delay time.Duration, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.infoDelay, e.infoErr = delay, err
@@ -126,13 +135,13 @@ func (e *Engine) SetInfoFault(delay time.Duration, err error) {
 
 // SetNCPU changes the host's CPUs while the engine is in use: the host
 // the engine reports from then on.
-func (e *Engine) SetNCPU(n int) {
+func (e *Host) SetNCPU(n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.NCPU = n
 }
 
-func (e *Engine) Info(ctx context.Context, _ client.InfoOptions) (client.SystemInfoResult, error) {
+func (e *Host) Info(ctx context.Context, _ client.InfoOptions) (client.SystemInfoResult, error) {
 	e.mu.Lock()
 	ncpu, mem, delay, fault := e.NCPU, e.Mem, e.infoDelay, e.infoErr
 	e.mu.Unlock()
@@ -159,12 +168,12 @@ func (e *Engine) Info(ctx context.Context, _ client.InfoOptions) (client.SystemI
 		PidsLimit: true, OperatingSystem: "fake", KernelVersion: "fake", DockerRootDir: "/nonexistent"}}, nil
 }
 
-func (e *Engine) ServerVersion(context.Context, client.ServerVersionOptions) (client.ServerVersionResult, error) {
+func (e *Host) ServerVersion(context.Context, client.ServerVersionOptions) (client.ServerVersionResult, error) {
 	return client.ServerVersionResult{Version: "fake", APIVersion: "1.41"}, nil
 }
 
-func (e *Engine) ClientVersion() string { return "1.41" }
-func (e *Engine) DaemonHost() string    { return "tcp://fake:2375" }
+func (e *Host) ClientVersion() string { return "1.41" }
+func (e *Host) DaemonHost() string    { return "tcp://fake:2375" }
 
 func (e *Engine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (client.ImageInspectResult, error) {
 	return client.ImageInspectResult{}, nil
