@@ -121,7 +121,49 @@ func TestAFacilitatorsImageRunsUnderASearch(t *testing.T) {
 		t.Fatalf("POST /api/find: %d %s", code, b)
 	}
 	// While a probe runs: its containers as the engine holds them.
-	var svc, load container.InspectResponse
+	svc, load := probeContainers(t, eng, image)
+	hc := svc.HostConfig
+	if svc.Config.User != engine.WorkloadUser || !hc.ReadonlyRootfs || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || hc.Privileged ||
+		hc.NetworkMode != "none" || hc.PidsLimit == nil || *hc.PidsLimit <= 0 || !strings.Contains(strings.Join(hc.SecurityOpt, ","), "no-new-privileges") {
+		t.Errorf("the facilitator's service is not hardened: user %q, host config %+v", svc.Config.User, hc)
+	}
+	if strings.Join(svc.Config.Cmd, " ") != "-listen :9090 -hashes 60000" || svc.Config.Labels[engine.LabelRun] == "" {
+		t.Errorf("the service runs %q with labels %v", svc.Config.Cmd, svc.Config.Labels)
+	}
+	if want := "container:" + svc.ID; string(load.HostConfig.NetworkMode) != want {
+		t.Errorf("the load's network is %q, want its service's (%s)", load.HostConfig.NetworkMode, want)
+	}
+
+	var v workshop.SearchView
+	enginetest.WaitFor(t, 5*time.Minute, "the search to end", func() bool {
+		res, err := http.Get(base + "/api/find/" + started.ID)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		return json.NewDecoder(res.Body).Decode(&v) == nil && v.State != workshop.SearchRunning
+	})
+	t.Logf("search %s: %s, answer %+v", v.ID, v.State, v.Answer)
+	checkProbeRuns(t, base, v, image)
+	// 50 requests a second of about 6 ms of CPU each need more than the
+	// range's floor of 0.1 CPUs: the answer lies above it.
+	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || v.Answer.Limit <= 0.1 || v.Answer.Limit > 1 {
+		t.Fatalf("search %s %s (%s): answer %+v", v.ID, v.State, v.Error, v.Answer)
+	}
+	if page := getPage(t, base+"/find/"+v.ID); !strings.Contains(page, image) {
+		t.Errorf("the search's page does not name the facilitator's image")
+	}
+	if page := getPage(t, base+"/labs/our-service"); !strings.Contains(page, image) {
+		t.Errorf("the lab's page does not name the facilitator's image")
+	}
+	enginetest.WaitFor(t, time.Minute, "the probes' containers to go", func() bool { return enginetest.Labelled(t, "") == 0 })
+}
+
+// probeContainers waits for a running probe's service and load
+// containers, the service the one of the facilitator's image, and
+// inspects them.
+func probeContainers(t *testing.T, eng client.APIClient, image string) (svc, load container.InspectResponse) {
+	t.Helper()
 	enginetest.WaitFor(t, 2*time.Minute, "a probe's service and load containers", func() bool {
 		list, err := eng.ContainerList(context.Background(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", engine.LabelRun)})
 		if err != nil {
@@ -145,28 +187,13 @@ func TestAFacilitatorsImageRunsUnderASearch(t *testing.T) {
 		}
 		return false
 	})
-	hc := svc.HostConfig
-	if svc.Config.User != engine.WorkloadUser || !hc.ReadonlyRootfs || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || hc.Privileged ||
-		hc.NetworkMode != "none" || hc.PidsLimit == nil || *hc.PidsLimit <= 0 || !strings.Contains(strings.Join(hc.SecurityOpt, ","), "no-new-privileges") {
-		t.Errorf("the facilitator's service is not hardened: user %q, host config %+v", svc.Config.User, hc)
-	}
-	if strings.Join(svc.Config.Cmd, " ") != "-listen :9090 -hashes 60000" || svc.Config.Labels[engine.LabelRun] == "" {
-		t.Errorf("the service runs %q with labels %v", svc.Config.Cmd, svc.Config.Labels)
-	}
-	if want := "container:" + svc.ID; string(load.HostConfig.NetworkMode) != want {
-		t.Errorf("the load's network is %q, want its service's (%s)", load.HostConfig.NetworkMode, want)
-	}
+	return svc, load
+}
 
-	var v workshop.SearchView
-	enginetest.WaitFor(t, 5*time.Minute, "the search to end", func() bool {
-		res, err := http.Get(base + "/api/find/" + started.ID)
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		return json.NewDecoder(res.Body).Decode(&v) == nil && v.State != workshop.SearchRunning
-	})
-	t.Logf("search %s: %s, answer %+v", v.ID, v.State, v.Answer)
+// checkProbeRuns checks that each probe of the search links to its run,
+// whose service lane ran the facilitator's image to its end.
+func checkProbeRuns(t *testing.T, base string, v workshop.SearchView, image string) {
+	t.Helper()
 	for _, p := range v.Probes {
 		t.Logf("probe at %s: run %s, %+v", p.Text, p.Run, p.Result)
 		if p.Run == "" || p.Result == nil {
@@ -186,16 +213,4 @@ func TestAFacilitatorsImageRunsUnderASearch(t *testing.T) {
 			t.Errorf("probe run %s: lanes %+v", p.Run, run.Lanes)
 		}
 	}
-	// 50 requests a second of about 6 ms of CPU each need more than the
-	// range's floor of 0.1 CPUs: the answer lies above it.
-	if v.State != workshop.SearchDone || v.Answer == nil || !v.Answer.Found || v.Answer.Limit <= 0.1 || v.Answer.Limit > 1 {
-		t.Fatalf("search %s %s (%s): answer %+v", v.ID, v.State, v.Error, v.Answer)
-	}
-	if page := getPage(t, base+"/find/"+v.ID); !strings.Contains(page, image) {
-		t.Errorf("the search's page does not name the facilitator's image")
-	}
-	if page := getPage(t, base+"/labs/our-service"); !strings.Contains(page, image) {
-		t.Errorf("the lab's page does not name the facilitator's image")
-	}
-	enginetest.WaitFor(t, time.Minute, "the probes' containers to go", func() bool { return enginetest.Labelled(t, "") == 0 })
 }

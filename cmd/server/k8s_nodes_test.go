@@ -33,36 +33,8 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 	if kc == "" || admin == "" || bin == "" {
 		t.Fatal("LIMITLAB_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := fakeNodes(t, admin, fakes)
 	ctx := context.Background()
-	fakes := map[string]bool{"limitlab-fake-a": true, "limitlab-fake-b": false} // name: reports Ready
-	for name, ready := range fakes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		if !ready {
-			continue
-		}
-		// The node controller writes the new node too.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-			n.Status.NodeInfo.BootID = "not-this-machine"
-			_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	img, err := engine.OCIImageRef(bin)
 	if err != nil {
@@ -151,4 +123,47 @@ func realNode(nodes []string, fakes map[string]bool) string {
 		}
 	}
 	return ""
+}
+
+// fakes are the fake nodes of TestKubernetesNodesArePlacedLikeEngines, by
+// name, with whether each reports Ready.
+var fakes = map[string]bool{"limitlab-fake-a": true, "limitlab-fake-b": false}
+
+// fakeNodes adds the fake Node objects to the test cluster, as its
+// administrator, until the test ends: one that reports Ready (from
+// another machine), one that never does. It returns the administrator's
+// client.
+func fakeNodes(t *testing.T, admin string, fakes map[string]bool) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for name, ready := range fakes {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		if !ready {
+			continue
+		}
+		// The node controller writes the new node too.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			n.Status.NodeInfo.BootID = "not-this-machine"
+			_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	return cs
 }

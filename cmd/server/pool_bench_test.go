@@ -136,27 +136,7 @@ func BenchmarkPoolDashboard(b *testing.B) {
 		for round := range rounds {
 			alone = append(alone, cpuOver())
 			ctx, cancel := context.WithCancel(context.Background())
-			var readers sync.WaitGroup
-			for i := range viewers {
-				url := "ws" + strings.TrimPrefix(base, "http") + "/api/runs/" + ids[i%engines] + "/live"
-				c, _, err := websocket.Dial(ctx, url, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.SetReadLimit(4 << 20)
-				readers.Add(1)
-				// Lives until cancel.
-				go func() {
-					defer readers.Done()
-					defer c.CloseNow()
-					for {
-						if _, _, err := c.Read(ctx); err != nil {
-							return
-						}
-						received.Add(1)
-					}
-				}()
-			}
+			readers := watch(ctx, b, base, ids, viewers, &received)
 			time.Sleep(3 * time.Second) // histories sent
 			before := received.Load()
 			watched = append(watched, cpuOver())
@@ -176,4 +156,31 @@ func BenchmarkPoolDashboard(b *testing.B) {
 		b.ReportMetric(peak, "rss-peak-MiB")
 		_ = terminate(b, cmd, exited)
 	}
+}
+
+// watch opens n viewers' live streams of the runs, in turn, each read
+// until ctx ends and counted in received; the group waits for them.
+func watch(ctx context.Context, b *testing.B, base string, ids []string, n int, received *atomic.Int64) *sync.WaitGroup {
+	var readers sync.WaitGroup
+	for i := range n {
+		url := "ws" + strings.TrimPrefix(base, "http") + "/api/runs/" + ids[i%len(ids)] + "/live"
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetReadLimit(4 << 20)
+		readers.Add(1)
+		// Lives until ctx ends.
+		go func() {
+			defer readers.Done()
+			defer c.CloseNow()
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+				received.Add(1)
+			}
+		}()
+	}
+	return &readers
 }

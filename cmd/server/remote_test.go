@@ -112,37 +112,7 @@ func TestRemoteEngineWithASampler(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := strings.Split(freeAddr(t), ":")[1]
-	addr := "127.0.0.1:" + port
-	project := []string{"-p", "limitlabsampler", "-f", "deploy/sampler/docker-compose.yml"}
-	composeCmd := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(compose, append(project, args...)...)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), "LIMITLAB_SAMPLER_TOKEN="+token, "LIMITLAB_SAMPLER_PORT="+port, "DOCKER_HOST=")
-		return cmd
-	}
-	if out, err := composeCmd("up", "-d").CombinedOutput(); err != nil {
-		t.Fatalf("docker-compose up: %v\n%s", err, out)
-	}
-	downed := false
-	down := func() {
-		downed = true
-		if out, err := composeCmd("down", "--timeout", "10").CombinedOutput(); err != nil {
-			t.Errorf("docker-compose down: %v\n%s", err, out)
-		}
-	}
-	t.Cleanup(func() {
-		if !downed {
-			down()
-		}
-	})
-	enginetest.WaitFor(t, time.Minute, "the sampler in compose to listen", func() bool {
-		res, err := http.Get("http://" + addr + "/v1/ping")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusUnauthorized // no token: refused
-	})
+	addr, down := composeSampler(t, compose, root, token)
 	_, _, base := startServer(t, bin, t.TempDir(), "-sampler", "http://"+addr, "-sampler-token-file", tokenFile)
 	var host struct {
 		StatsSource string `json:"stats_source"`
@@ -214,4 +184,43 @@ func TestRemoteEngineWithASampler(t *testing.T) {
 	if n := len(list.Items) + enginetest.Labelled(t, ""); n != 0 {
 		t.Errorf("%d containers left after docker-compose down", n)
 	}
+}
+
+// composeSampler starts the sampler as deploy/sampler's compose file
+// runs it, with token, and waits for it to listen; down stops it, and
+// runs at the test's end if the test did not.
+func composeSampler(t *testing.T, compose, root, token string) (addr string, down func()) {
+	t.Helper()
+	port := strings.Split(freeAddr(t), ":")[1]
+	addr = "127.0.0.1:" + port
+	project := []string{"-p", "limitlabsampler", "-f", "deploy/sampler/docker-compose.yml"}
+	composeCmd := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(compose, append(project, args...)...)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "LIMITLAB_SAMPLER_TOKEN="+token, "LIMITLAB_SAMPLER_PORT="+port, "DOCKER_HOST=")
+		return cmd
+	}
+	if out, err := composeCmd("up", "-d").CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose up: %v\n%s", err, out)
+	}
+	downed := false
+	down = func() {
+		downed = true
+		if out, err := composeCmd("down", "--timeout", "10").CombinedOutput(); err != nil {
+			t.Errorf("docker-compose down: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if !downed {
+			down()
+		}
+	})
+	enginetest.WaitFor(t, time.Minute, "the sampler in compose to listen", func() bool {
+		res, err := http.Get("http://" + addr + "/v1/ping")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusUnauthorized // no token: refused
+	})
+	return addr, down
 }

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 // Attempts is how many times Measure measures before it fails a test.
