@@ -74,6 +74,15 @@ type Bisection struct {
 	runs    map[int][]ProbeRun
 }
 
+// repeatsWrong says what is wrong with a search's runs a limit, if
+// anything.
+func repeatsWrong(repeats int) string {
+	if repeats < 1 || repeats > MaxRepeat {
+		return fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat)
+	}
+	return ""
+}
+
 // NewBisection checks a search's bounds and makes its state.
 func NewBisection(min, max, resolution float64, repeats int, target FindTarget) (*Bisection, error) {
 	switch {
@@ -83,8 +92,8 @@ func NewBisection(min, max, resolution float64, repeats int, target FindTarget) 
 		return nil, errors.New("want a resolution above 0 and at most max - min")
 	case (max-min)/resolution > 1000:
 		return nil, errors.New("more than 1000 steps between min and max: take a coarser resolution")
-	case repeats < 1 || repeats > MaxRepeat:
-		return nil, fmt.Errorf("want repeats from 1 to %d", MaxRepeat)
+	case repeatsWrong(repeats) != "":
+		return nil, errors.New(repeatsWrong(repeats))
 	}
 	return &Bisection{Min: min, Max: max, Resolution: resolution, Repeats: repeats, Target: target, runs: map[int][]ProbeRun{}}, nil
 }

@@ -206,8 +206,8 @@ func (fs FindSpec) Check() (*Bisection, Errors) {
 	if repeats == 0 {
 		repeats = DefaultRepeats
 	}
-	if repeats < 1 || repeats > MaxRepeat {
-		bad("search.repeats", fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat))
+	if msg := repeatsWrong(repeats); msg != "" {
+		bad("search.repeats", msg)
 	}
 	min, max, res, rerrs := fs.Range()
 	errs = append(errs, rerrs...)

@@ -23,8 +23,8 @@ func (fs FindSpec) checkTurns() Errors {
 				e.Field = "then." + strings.TrimPrefix(e.Field, "search.")
 				errs = append(errs, e)
 			}
-			if t.Repeats < 0 || t.Repeats > MaxRepeat {
-				errs = append(errs, FieldError{Lane: -1, Field: "then.repeats", Message: fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat)})
+			if msg := repeatsWrong(max(t.Repeats, 1)); msg != "" { // 0: the first turn's
+				errs = append(errs, FieldError{Lane: -1, Field: "then.repeats", Message: msg})
 			}
 		}
 		searched[t.Limit] = true
