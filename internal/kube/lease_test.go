@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,4 +256,32 @@ func TestPoll(t *testing.T) {
 	if err := poll(cctx, "the thing", time.Second, func(context.Context) (bool, error) { return false, nil }); err != context.Canceled {
 		t.Errorf("a cancelled wait: %v", err)
 	}
+}
+
+// TestTheShownPodStartsAtOnce: the pod YAML a lane shows (its copy
+// button's) carries no start barrier, which only this server would let
+// go; the pod the server makes does.
+func TestTheShownPodStartsAtOnce(t *testing.T) {
+	spec, errs := experiments.Parse([]byte(`{"lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	plan, errs := experiments.Validate(spec, experiments.Host{NCPU: 2, Kubernetes: true})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	cs := fake.NewSimpleClientset(fakeNode("n1", true, false, bootID))
+	e := fakeEngine(cs, t.TempDir(), "n1")
+	nl := engine.NewLane{RunID: "r1", Index: 0, Instance: "me", Image: "limitlab-workload:x", Lane: plan.Lanes[0], Begin: true}
+	c, err := e.Create(context.Background(), nl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.Manifest, "begin-file") || !strings.Contains(c.Manifest, "spin") {
+		t.Errorf("the shown pod:\n%s", c.Manifest)
+	}
+	if a := args(nl, "10.0.0.1"); !strings.Contains(strings.Join(a, " "), "-begin-file") {
+		t.Errorf("the pod the server makes runs %q, without the barrier", a)
+	}
+	_ = e.lease.release(context.Background(), "r1")
 }

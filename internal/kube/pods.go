@@ -61,7 +61,11 @@ func (p *Pods) Create(ctx context.Context, nl engine.NewLane) (engine.Created, e
 	if err := p.lease.ensure(ctx, nl.RunID, slog.Default()); err != nil {
 		return engine.Created{}, err
 	}
-	pod := PodSpec(nl, node, args(nl, wire.Loopback))
+	// The pod as a person would apply it: it starts its work at once,
+	// without the start barrier's file, which only this server writes.
+	shown := nl
+	shown.Begin = false
+	pod := PodSpec(shown, node, args(shown, wire.Loopback))
 	p.mu.Lock()
 	p.pending[pod.Name] = nl
 	p.mu.Unlock()
