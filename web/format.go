@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,19 +126,23 @@ func optF2(v *float64) string {
 	return f2(*v)
 }
 
+// deviationText is how far a measured ratio is from its prediction:
+// relatively, or, against a prediction of none or next to none (a
+// starved lane, a service never throttled), absolutely, since a share of
+// nothing says nothing.
 func deviationText(measured, predicted float64) string {
-	if predicted == 0 {
-		return "—"
+	if math.Abs(predicted) < experiments.StarvedRatio {
+		return strconv.FormatFloat(measured-predicted, 'f', 2, 64) + " (absolute)"
 	}
 	return strconv.FormatFloat(100*(measured/predicted-1), 'f', 1, 64) + "%"
 }
 
 // wallDeviation is how far a lane's wall time is from the model's.
 func wallDeviation(l runner.LaneResult) string {
-	if l.PredictedWallSeconds == nil || l.WallSeconds == 0 {
+	if l.PredictedWallSeconds == nil || *l.PredictedWallSeconds == 0 || l.WallSeconds == 0 {
 		return "—"
 	}
-	return deviationText(l.WallSeconds, *l.PredictedWallSeconds)
+	return strconv.FormatFloat(100*(l.WallSeconds / *l.PredictedWallSeconds - 1), 'f', 1, 64) + "%"
 }
 
 func hasLoad(v runner.RunView) bool {
