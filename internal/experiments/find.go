@@ -78,7 +78,7 @@ type Bisection struct {
 // anything.
 func repeatsWrong(repeats int) string {
 	if repeats < 1 || repeats > MaxRepeat {
-		return fmt.Sprintf("want from 1 to %d runs a limit", MaxRepeat)
+		return fmt.Sprintf("want repeats from 1 to %d runs a limit", MaxRepeat)
 	}
 	return ""
 }

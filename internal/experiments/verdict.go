@@ -246,7 +246,7 @@ func JudgeNoise(v Verdict, ncpu int, rows []NoisyRow) Verdict {
 	b := rows[busiest]
 	counted, within := noiseBand(v, kept)
 	v.Inconclusive, v.Held, v.Pass = true, v.Pass || within, false
-	v.Noise = fmt.Sprintf("the host was too busy to judge: %.2f cores of other work than this run and %.2f of steal in %s could have moved %s by %s, more than the tolerance of %s",
+	v.Noise = fmt.Sprintf("the host was too busy to judge: %.2f cores of other work than this run and %.2f of steal in %s could have moved the figure of %s by %s, more than the tolerance of %s",
 		b.Foreign, b.Steal, b.Name, rows[at].Name, percent(min(worst, 9.99)), percent(v.Tolerance))
 	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
 	if counted != nil {
