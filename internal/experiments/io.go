@@ -84,6 +84,10 @@ type IOOutcome struct {
 	// PhaseWork is a CPU workload's own throughput in each phase, which
 	// the explanation gives beside its CPU.
 	PhaseWork []float64
+	// PhasePredicted is a CPU workload's CPU in each phase relative to
+	// its first, as the model allots the CPUs among the lanes running then
+	// (PhaseShares); nil where it is not predicted.
+	PhasePredicted []float64
 	// WindowBps is the lane's block IO, bytes per second as its cgroup
 	// counts them, while every lane of a parallel run did block IO
 	// (ContendedIO).
@@ -139,11 +143,19 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		}
 		first, mid, last := rates[0], rates[1], rates[2]
 		v.Labels = []string{"alone", "beside the neighbours", "beside throttled neighbours"}
-		// No prediction for the middle phase (0): how far the victim
-		// falls depends on the device.
+		// The middle phase is predicted for CPU, from the lanes then
+		// running; for a disk it is not (0): how far the victim falls
+		// depends on the device's capacity, which the lab does not
+		// measure.
 		v.Predicted = []float64{1, 0, 1}
+		if pp := out[0].PhasePredicted; out[0].PhaseCores && len(pp) >= 3 {
+			v.Predicted = []float64{1, pp[1], pp[2]}
+		}
 		v.Measured = []float64{1, mid / first, last / first}
-		dev := math.Abs(last/first - 1)
+		dev := ratioDeviation(last/first, v.Predicted[2])
+		if v.Predicted[1] > 0 {
+			dev = max(dev, ratioDeviation(mid/first, v.Predicted[1]))
+		}
 		v.Judged, v.Pass = true, dev <= spec.Tolerance
 		if !out[0].PhaseCores {
 			v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
@@ -151,8 +163,13 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 			judgeDiskNoise(&v, out[0].PhaseErrors, dev, spec.Tolerance)
 			break
 		}
-		v.Explanation = fmt.Sprintf("The victim's CPU, in cores as its cgroup counts it, relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
-			mid/first, last/first, percent(spec.Tolerance), percent(dev))
+		if v.Predicted[1] > 0 {
+			v.Explanation = fmt.Sprintf("The victim's CPU, in cores as its cgroup counts it, relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled. The CPU allotment model, from the runnable threads, weights and quotas of the lanes running in each phase, predicts %.2f and %.2f; the farthest is %s off, tolerance %s.",
+				mid/first, last/first, v.Predicted[1], v.Predicted[2], percent(dev), percent(spec.Tolerance))
+		} else {
+			v.Explanation = fmt.Sprintf("The victim's CPU, in cores as its cgroup counts it, relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
+				mid/first, last/first, percent(spec.Tolerance), percent(dev))
+		}
 		if w := out[0].PhaseWork; len(w) >= 3 && w[0] > 0 {
 			v.Explanation += fmt.Sprintf(" Its own throughput went %.2f and %.2f of its first phase: work per CPU second moves with what else the host's physical cores run, which a shared machine does not show, so the CPU it got is what is judged.",
 				w[1]/w[0], w[2]/w[0])

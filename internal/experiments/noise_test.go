@@ -126,3 +126,38 @@ func TestTheNoiseBand(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseShares: the noisy-neighbour lab's victim alone, beside two
+// burners (three runnable threads on two CPUs: two thirds each), and
+// beside the burners held to a quarter of a CPU each (its whole CPU back).
+// A verdict judges the middle phase against it, and says so.
+func TestPhaseShares(t *testing.T) {
+	one, tamed := CPUDemand{Threads: 1}, CPUDemand{Threads: 1, Quota: 0.25}
+	rows := []NoisyRow{
+		{Name: "phase 1", Lanes: []CPUDemand{one}},
+		{Name: "phase 2", Lanes: []CPUDemand{one, one, one}},
+		{Name: "phase 3", Lanes: []CPUDemand{one, tamed, tamed}},
+	}
+	got := PhaseShares(rows, 2)
+	want := []float64{1, 2.0 / 3, 1}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Fatalf("shares %v, want %v", got, want)
+		}
+	}
+	spec := VerdictSpec{Metric: MetricPhaseRecovery, Tolerance: 0.2}
+	plan := Plan{Lanes: []PlannedLane{{Name: "victim"}}}
+	for _, c := range []struct {
+		rates []float64
+		pass  bool
+	}{
+		{[]float64{1, 0.645, 0.95}, true},
+		{[]float64{1, 0.4, 0.95}, false}, // fell further than its share
+		{[]float64{1, 0.645, 0.7}, false},
+	} {
+		v := JudgeIO(spec, plan, []IOOutcome{{Completed: true, PhaseRates: c.rates, PhaseCores: true, PhasePredicted: got}}, QueueLimits{})
+		if v.Pass != c.pass || math.Abs(v.Predicted[1]-2.0/3) > 1e-9 || !strings.Contains(v.Explanation, "predicts 0.67 and 1.00") {
+			t.Errorf("rates %v: pass %v (want %v), predicted %v: %s", c.rates, v.Pass, c.pass, v.Predicted, v.Explanation)
+		}
+	}
+}

@@ -165,7 +165,7 @@ func JudgeRepeats(vs []*Verdict) *Verdict {
 		switch {
 		case out.Metric == MetricThrottling:
 			dev = math.Abs(out.Measured[i] - p)
-		case out.Metric == MetricPhaseRecovery && i != len(out.Predicted)-1, p == 0:
+		case p == 0: // not predicted (a disk's middle phase)
 			continue
 		default:
 			dev = math.Abs(out.Measured[i]/p - 1)

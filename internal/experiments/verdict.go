@@ -196,6 +196,25 @@ func NoiseEffect(lanes []CPUDemand, ncpu int, foreign float64) []float64 {
 	return kept
 }
 
+// PhaseShares is a lane's CPU in each phase relative to its first, as the
+// model allots the host's CPUs among the lanes running in each: rows name
+// them, and the lane among them (as for JudgeNoise).
+func PhaseShares(rows []NoisyRow, ncpu int) []float64 {
+	if len(rows) == 0 {
+		return nil
+	}
+	share := func(r NoisyRow) float64 { return Allot(r.Lanes, ncpu)[r.Lane] }
+	first := share(rows[0])
+	if first <= 0 {
+		return nil
+	}
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = share(r) / first
+	}
+	return out
+}
+
 // NoisyRow is one row a verdict judged: the lanes that ran together in
 // its window, the one among them the row measures, and the host's load
 // there (means, in cores).

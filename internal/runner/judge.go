@@ -172,6 +172,12 @@ func (x *execution) judgeLocked() {
 				io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
 			}
 		}
+		if spec.Metric == experiments.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
+			// The victim's CPU in each phase, as the model allots it
+			// among the lanes then running (a live change would move
+			// their limits within a phase: then it is not predicted).
+			io[0].PhasePredicted = experiments.PhaseShares(x.noiseRowsLocked(spec.Metric, from, to), host.NCPU)
+		}
 		v = experiments.JudgeIO(*spec, r.plan, io, r.env.Host.Queue)
 	case experiments.MetricThrottling:
 		th := make([]experiments.ThrottleOutcome, len(lanes))
