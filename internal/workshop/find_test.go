@@ -207,11 +207,16 @@ func rightSize(t testing.TB, m *workshop.Manager) workshop.SearchView {
 // and its verdict holds: at 150 requests a second of 4 ms each the
 // service needs 0.6 cores and cannot keep up below, so the answer lies
 // above that.
+//
+// The answer rests on measured latency, which a busy host can spoil: it is
+// measured again if it was.
 func TestSearchOnTheRealEngine(t *testing.T) {
-	v := rightSize(t, enginetest.Manager(t))
-	if v.Verdict == nil || !v.Verdict.Pass {
-		t.Errorf("verdict %+v", v.Verdict)
-	}
+	enginetest.Measure(t, "the right-size search", func(t testing.TB) {
+		v := rightSize(t, enginetest.Manager(t))
+		if v.Verdict == nil || !v.Verdict.Pass {
+			t.Errorf("verdict %+v", v.Verdict)
+		}
+	})
 }
 
 // TestSearchInTurnOnTheRealEngine: --cpus, then --memory with the --cpus
