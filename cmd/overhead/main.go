@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -291,22 +290,11 @@ type proc struct {
 // of tool from /proc/<pid>/stat.
 func snapshot(tool int) map[int]proc {
 	out := map[int]proc{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
+	engine.Processes(func(pid int, comm string, ns uint64) {
+		if pid == tool || comm == "dockerd" || comm == "containerd" || strings.HasPrefix(comm, "containerd-shim") {
+			out[pid] = proc{comm: comm, ticks: int64(ns / (1e9 / 100))}
 		}
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		comm, ns, ok := engine.ProcStat(b)
-		if !ok || pid != tool && comm != "dockerd" && comm != "containerd" && !strings.HasPrefix(comm, "containerd-shim") {
-			continue
-		}
-		out[pid] = proc{comm: comm, ticks: int64(ns / (1e9 / 100))}
-	}
+	})
 	return out
 }
 

@@ -132,6 +132,25 @@ func statCPU(b []byte) uint64 {
 	return ns
 }
 
+// Processes calls f with each process on this host: its pid, command and
+// CPU time (user and system) in nanoseconds, as its /proc/<pid>/stat says.
+func Processes(f func(pid int, comm string, cpuNs uint64)) {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if comm, ns, ok := ProcStat(b); ok {
+			f(pid, comm, ns)
+		}
+	}
+}
+
 // ProcStat reads a /proc/<pid>/stat line: the process's command and its
 // CPU time, user and system, in nanoseconds.
 func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {

@@ -2,10 +2,7 @@ package enginetest
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,19 +49,6 @@ type procTime struct {
 // procTimes reads every process's name and CPU time (user and system).
 func procTimes() map[int]procTime {
 	out := map[int]procTime{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, dir := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue
-		}
-		if comm, ns, ok := engine.ProcStat(b); ok {
-			out[pid] = procTime{comm, ns}
-		}
-	}
+	engine.Processes(func(pid int, comm string, ns uint64) { out[pid] = procTime{comm, ns} })
 	return out
 }
