@@ -51,3 +51,10 @@ export function tipLines(names, values, limits, expected, digits) {
   });
   return out;
 }
+
+// shortTitle is a chart's title without its parenthesis: "CFS throttled
+// time (ms per second)" is "CFS throttled time".
+export function shortTitle(title) {
+  const i = title.indexOf(" (");
+  return i < 0 ? title : title.slice(0, i);
+}

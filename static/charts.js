@@ -3,7 +3,7 @@
 // model's expectation dotted, the run's moments marked, and a zoom of the
 // CPU and throttling charts onto one second of a lane.
 import { laneColour } from "./colours.js";
-import { fmt, zoomWindow, spread, tipLines } from "./chartmath.js";
+import { fmt, zoomWindow, spread, tipLines, shortTitle } from "./chartmath.js";
 import { shownMetrics, zoomable } from "./metrics.js";
 import { downloadPNG } from "./png.js";
 
@@ -62,6 +62,21 @@ function showTip(u, tip, m, lanes) {
   tip.style.top = `${Math.max(0, u.cursor.top - tip.offsetHeight - 8)}px`;
 }
 
+// foldEmpty names the charts with nothing to draw on one line.
+function foldEmpty(line, empty) {
+  line.hidden = empty.length === 0;
+  line.replaceChildren(document.createTextNode(empty.length ? "Nothing to draw yet: " : ""));
+  empty.forEach((m, i) => {
+    const name = document.createElement("span");
+    name.className = "folded";
+    name.textContent = shortTitle(m.title);
+    name.title = m.empty;
+    name.dataset.key = m.key;
+    if (i > 0) line.appendChild(document.createTextNode(", "));
+    line.appendChild(name);
+  });
+}
+
 // createCharts draws the charts of a run into el; getRun is the run's
 // latest view (its lanes' limits, changes and events move as it runs).
 export function createCharts(el, runID, getRun) {
@@ -71,6 +86,13 @@ export function createCharts(el, runID, getRun) {
   let zoom = null; // the x range the zoomable charts show: null for the whole run
   el.replaceChildren();
   el.appendChild(pageLegend(first));
+  // The charts with nothing to draw fold into this one line, which names
+  // them; each name says, on hover, what would fill its chart.
+  const folded = document.createElement("p");
+  folded.className = "empty-charts";
+  folded.setAttribute("data-testid", "empty-charts");
+  folded.hidden = true;
+  el.appendChild(folded);
 
   // markers draws the run's moments on every chart: phase bounds in grey,
   // live limit changes dashed in the lane's colour, and the engine's
@@ -212,6 +234,7 @@ export function createCharts(el, runID, getRun) {
         c.box.dataset.nonzero = String(c.nonzero);
         c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
       });
+      foldEmpty(folded, charts.filter((c) => c.box.classList.contains("empty")).map((c) => c.m));
       el.dataset.points = String(xs.length);
       if (host) {
         host.u.setData(host.data);

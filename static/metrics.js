@@ -42,12 +42,27 @@ export const metrics = [
 // zoomable are the charts the zoom buttons narrow to a second of a lane.
 export const zoomable = new Set(["cpu", "throttled", "throttled-periods"]);
 
+// signalFirst are the charts that carry each verdict metric's signal, in
+// the order a run judged by it draws them, before the others.
+export const signalFirst = {
+  cpu: ["cpu", "throttled"],
+  wall_time: ["cpu", "throughput", "throttled"],
+  throttling: ["throttled", "throttled-periods", "cpu", "latency"],
+  phase_recovery: ["cpu", "throughput", "iops", "work-iops"],
+  io_limit: ["io-read", "io-write", "iops", "work-iops"],
+  io_share: ["io-read", "io-write", "iops"],
+};
+
 // shownMetrics are the charts a run draws: not those whose signal its
 // samples lack (PSI on cgroup v1 or from the engine's stats), nor those
-// only a load or a disk lane fills when it has none.
+// only a load or a disk lane fills when it has none; those that carry its
+// verdict's signal first.
 export function shownMetrics(run) {
   const lacks = new Set((run.missing_signals || []).map((m) => m.signal));
   const hasLoad = run.lanes.some((l) => l.load);
   const hasDisk = run.lanes.some((l) => l.disk);
-  return metrics.filter((m) => (!m.signal || !lacks.has(m.signal)) && (!m.load || hasLoad) && (!m.disk || hasDisk));
+  const shown = metrics.filter((m) => (!m.signal || !lacks.has(m.signal)) && (!m.load || hasLoad) && (!m.disk || hasDisk));
+  const first = signalFirst[run.verdict_metric] || [];
+  const rank = (m) => (first.includes(m.key) ? first.indexOf(m.key) : first.length);
+  return shown.map((m, i) => ({ m, i })).sort((a, b) => rank(a.m) - rank(b.m) || a.i - b.i).map(({ m }) => m);
 }

@@ -115,7 +115,11 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	// cgroup, with the other version's file beside it.
 	kernel := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table[data-lane="512m, reservation 128m"] tr[data-flag="--memory"]')).map((r) => r.dataset.file + " " + r.dataset.holds + " " + r.textContent)`))
 	pressureCharts := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid$="pressure"]').length`))
-	empty := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.chart.empty')).map((c) => c.dataset.testid + ": " + c.querySelector('.empty-note').textContent)`))
+	// The charts with nothing to draw, folded into one line that names
+	// them (each name's title: what would fill it), and not drawn.
+	empty := run(t, ctx, chromedp.Evaluate[[]string](`(() => { const l = document.querySelector('[data-testid="empty-charts"]');
+		const drawn = Array.from(document.querySelectorAll('.chart.empty')).filter((c) => c.offsetParent !== null).map((c) => "drawn " + c.dataset.testid);
+		return [l.hidden ? "hidden" : "shown", ...drawn, ...Array.from(l.querySelectorAll('.folded')).map((s) => "chart-" + s.dataset.key + ": " + s.title)]; })()`))
 	// One legend for the page, none under the lanes' charts; hovering the
 	// CPU chart shows its lanes' values at that instant in a tooltip.
 	legends := run(t, ctx, chromedp.Evaluate[[]int](`[document.querySelectorAll('[data-testid="chart-legend"]').length, document.querySelectorAll('.chart:not(.host-band) .u-legend').length, document.querySelectorAll('[data-testid="chart-legend"] .legend-lane').length]`))
@@ -139,7 +143,8 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 	// memory-oom does no block IO: its IO charts are folded to a line
 	// saying what would fill them; its CPU and memory charts are drawn.
 	folded := strings.Join(empty, "\n")
-	if !strings.Contains(folded, "chart-io-write: No block IO written: a disk-write lane") || strings.Contains(folded, "chart-cpu") || strings.Contains(folded, "chart-mem:") {
+	if empty[0] != "shown" || strings.Contains(folded, "drawn ") || !strings.Contains(folded, "chart-io-write: No block IO written: a disk-write lane") ||
+		strings.Contains(folded, "chart-cpu") || strings.Contains(folded, "chart-mem:") {
 		t.Errorf("folded charts: %q", empty)
 	}
 	if n, _ := strconv.Atoi(points.Value); n < 4 {
@@ -224,6 +229,17 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 	}
 	explanation := liveText(t, ctx, `[data-testid="verdict-explanation"]`)
 	after := liveText(t, ctx, `[data-testid="lab-after"]`)
+	// A CPU lab draws its CPU and throttling charts first, and folds those
+	// with nothing to draw into one line.
+	order := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="charts"] .chart:not(.host-band)')).map((c) => c.dataset.testid)`))
+	folded := liveText(t, ctx, `[data-testid="empty-charts"]`)
+	if len(order) < 2 || order[0] != "chart-cpu" || order[1] != "chart-throttled" {
+		t.Errorf("charts in the order %q, want the CPU and throttling charts first", order)
+	}
+	// The lab sets no quota: its throttling charts have nothing to draw.
+	if !strings.HasPrefix(folded, "Nothing to draw yet: ") || !strings.Contains(folded, "CFS throttled time") || strings.Contains(folded, "Workload throughput") {
+		t.Errorf("the folded line %q", folded)
+	}
 	if !strings.Contains(explanation, "The CPU allotment model predicts CPU ratios of 1.00 : 1.00") {
 		t.Errorf("verdict explanation %q", explanation)
 	}

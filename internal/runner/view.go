@@ -162,6 +162,10 @@ type RunView struct {
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
 	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	// VerdictMetric is what the run's verdict will judge (its lab's, or
+	// the default's), known before it is judged: the run page draws the
+	// charts that carry it first.
+	VerdictMetric string `json:"verdict_metric,omitempty"`
 	// Sampling says how the samples kept to the interval.
 	Sampling *SamplingView `json:"sampling,omitempty"`
 	// Noise is the host's own load around the run: the quiet check before
@@ -219,6 +223,17 @@ func startView(lanes []*laneState) *StartView {
 }
 
 // viewLocked builds the run's view from its state; r.mu is held.
+// verdictMetric is the metric a plan's verdict judges; "" without one.
+func verdictMetric(p experiments.Plan) string {
+	if len(p.Lanes) == 0 {
+		return ""
+	}
+	if spec := p.JudgedBy(); spec != nil {
+		return spec.Metric
+	}
+	return ""
+}
+
 func (r *Run) viewLocked() RunView {
 	s := &r.st
 	v := RunView{
@@ -226,7 +241,7 @@ func (r *Run) viewLocked() RunView {
 		State: s.state, Ended: s.state.Ended(), Error: s.err, QueuePosition: s.queuePos, Host: r.host, Engine: r.engine,
 		CreatedAt: s.createdAt, IntervalMs: r.interval.Milliseconds(), StatsNote: r.statsNote,
 		Missing:     r.env.Host.Samples.Missing,
-		PhaseBounds: r.bounds, Verdict: s.verdict,
+		PhaseBounds: r.bounds, Verdict: s.verdict, VerdictMetric: verdictMetric(r.plan),
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
 		Steps: s.guide.views(), Series: r.series, Sampling: s.jitter.view(r.interval),
 		Noise: ptrTo(noiseOf(s.host, s.quiet, r.env.Host.ReadsHostLoad())),

@@ -1,7 +1,7 @@
 // node --test static/test: the charts' pure sums.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fmt, valueWithLimit, zoomWindow, spread, tipLines } from "../chartmath.js";
+import { fmt, valueWithLimit, zoomWindow, spread, tipLines, shortTitle } from "../chartmath.js";
 import { metrics, shownMetrics } from "../metrics.js";
 
 test("fmt gives a dash for no value", () => {
@@ -60,4 +60,20 @@ test("a tooltip gives each lane with a value, its limit and its expectation", ()
     { lane: 0, name: "a", text: "0.25 (50% of limit); limit 0.50, expected 0.50" },
     { lane: 2, name: "c", text: "1.00" },
   ]);
+});
+
+test("a run draws the charts of its verdict's signal first", () => {
+  const lanes = [{ name: "a" }];
+  const keys = (run) => shownMetrics(run).map((m) => m.key);
+  const throttling = keys({ lanes, verdict_metric: "throttling" });
+  assert.deepEqual(throttling.slice(0, 3), ["throttled", "throttled-periods", "cpu"]);
+  assert.deepEqual(keys({ lanes, verdict_metric: "cpu" }).slice(0, 2), ["cpu", "throttled"]);
+  // Without a verdict, the catalogue's order; the same charts either way.
+  assert.deepEqual(keys({ lanes }), metrics.filter((m) => !m.load && !m.disk).map((m) => m.key));
+  assert.deepEqual([...throttling].sort(), [...keys({ lanes })].sort());
+});
+
+test("a folded chart goes by its title's first words", () => {
+  assert.equal(shortTitle("CFS throttled time (ms per second)"), "CFS throttled time");
+  assert.equal(shortTitle("Pids"), "Pids");
 });
