@@ -57,6 +57,9 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || v.Tolerance <= 0) {
 		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance, got %q and %g", Metrics, v.Metric, v.Tolerance)
 	}
+	if v := l.Verdict; v != nil && len(v.ToleranceWhy) > 500 {
+		return fail("verdict.tolerance_why", []string{"verdict", "tolerance_why"}, "at most 500 characters")
+	}
 	if len(l.Spec) == 0 {
 		return fail("spec", nil, "a lab needs a spec: its lanes")
 	}

@@ -42,6 +42,9 @@ type Lab struct {
 type VerdictSpec struct {
 	Metric    string  `json:"metric"`    // MetricWallTime or MetricCPU
 	Tolerance float64 `json:"tolerance"` // relative, e.g. 0.1 for 10%
+	// ToleranceWhy is the lab's reason for a tolerance wider than what
+	// its model predicts within on a quiet host, which the verdict gives.
+	ToleranceWhy string `json:"tolerance_why,omitempty"`
 }
 
 // Verdict metrics: each lane's value is taken relative to the first lane's.

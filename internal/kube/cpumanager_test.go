@@ -81,12 +81,10 @@ func TestStaticCPUManagerLab(t *testing.T) {
 		if v.Lanes[0].ThrottledSeconds != 0 {
 			t.Errorf("the service of its own CPU was throttled for %.2f s", v.Lanes[0].ThrottledSeconds)
 		}
-		// The verdict is judged and logged; what it must show is the
-		// Guaranteed service never throttled, the Burstable one with two
-		// Go threads throttled at all. How much is the cluster's own
-		// puzzle: services over the pods' network are throttled less than
-		// the model's half, from run to run (docs/benchmarks.md), as in
-		// TestGOMAXPROCSLab.
+		// The verdict must hold to the lab's tolerance: the Guaranteed
+		// service never throttled, the Burstable one with two Go threads
+		// throttled for 0.38 to 0.42 of its time here against the model's
+		// half (docs/benchmarks.md), as in TestGOMAXPROCSLab.
 		vd := v.Verdict
 		if vd == nil || !vd.Judged || len(vd.Measured) != 2 {
 			t.Fatalf("verdict %+v, want one judged on the two services", vd)
@@ -96,6 +94,7 @@ func TestStaticCPUManagerLab(t *testing.T) {
 		if vd.Measured[0] != 0 {
 			t.Errorf("the service of its own CPU was throttled for %.2f of its time", vd.Measured[0])
 		}
+		enginetest.CheckVerdict(t, vd)
 		if b := v.Lanes[2]; !strings.Contains(b.Result, "GOMAXPROCS=2") || vd.Measured[1] <= 0 {
 			t.Errorf("the Burstable service (%q) was throttled for %.2f of its time, want two Go threads and some", b.Result, vd.Measured[1])
 		}

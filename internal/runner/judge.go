@@ -200,6 +200,9 @@ func (x *execution) judgeLocked() {
 	if x.load != nil {
 		v = experiments.JudgeNoise(v, host.NCPU, x.noiseRowsLocked(v.Metric, from, to))
 	}
+	if why := spec.ToleranceWhy; why != "" && v.Judged {
+		v.Explanation += " The lab's tolerance: " + why
+	}
 	r.st.verdict = &v
 }
 
