@@ -137,7 +137,7 @@ func (s *server) engines(ctx context.Context) (opts workshop.Options, one engine
 		if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
 			return opts, nil, fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
 		}
-		smp, err := s.sampler(&cfg.sampler)
+		smp, err := s.samplerFor(&cfg.sampler)
 		if err != nil {
 			return opts, nil, fmt.Errorf("-sampler: %w", err)
 		}
@@ -176,7 +176,7 @@ func (s *server) pool(ctx context.Context) ([]workshop.PoolEngine, error) {
 			return nil, fmt.Errorf("-engines: %w", err)
 		}
 		s.onClose(func() { _ = c.Close() })
-		smp, err := s.sampler(a.Sampler)
+		smp, err := s.samplerFor(a.Sampler)
 		if err != nil {
 			return nil, fmt.Errorf("-engines: engine %q: %w", a.Name, err)
 		}
@@ -186,9 +186,9 @@ func (s *server) pool(ctx context.Context) ([]workshop.PoolEngine, error) {
 	return out, nil
 }
 
-// sampler is the client of an engine's sampler, closed once the runs, and
+// samplerFor is the client of an engine's sampler, closed once the runs, and
 // so their streams, have ended; nil if it has none.
-func (s *server) sampler(a *engine.SamplerAddress) (*sampler.Client, error) {
+func (s *server) samplerFor(a *engine.SamplerAddress) (*sampler.Client, error) {
 	smp, err := samplerClient(a)
 	if smp != nil {
 		s.onClose(func() { _ = smp.Close() })

@@ -24,7 +24,6 @@ type Engine struct {
 	*Pods
 	c       *client
 	pinned  string // the node it was made for; "" for the first Ready one
-	lease   *nodeLease
 	sampler *samplerLocator
 	cpu     cpuManagers
 }
@@ -32,7 +31,7 @@ type Engine struct {
 func newEngine(c *client, node string) *Engine {
 	l := &nodeLease{c: c, node: node}
 	s := &samplerLocator{c: c}
-	return &Engine{Pods: newPods(c, l, s.files), c: c, pinned: node, lease: l, sampler: s}
+	return &Engine{Pods: newPods(c, l, s.files), c: c, pinned: node, sampler: s} // its lease is its Pods'
 }
 
 // Server is the API server's address.

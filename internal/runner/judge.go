@@ -141,6 +141,15 @@ func (x *execution) judgeLocked() {
 		return
 	}
 	var v experiments.Verdict
+	// The rows the verdict judges, with the lanes in each and the host's
+	// load there: read once, for the phases' prediction and the noise.
+	var judgedRows []experiments.NoisyRow
+	rows := func() []experiments.NoisyRow {
+		if judgedRows == nil {
+			judgedRows = x.noiseRowsLocked(spec.Metric, from, to)
+		}
+		return judgedRows
+	}
 	switch spec.Metric {
 	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery, experiments.MetricIOShare:
 		io := make([]experiments.IOOutcome, len(lanes))
@@ -176,7 +185,7 @@ func (x *execution) judgeLocked() {
 			// The victim's CPU in each phase, as the model allots it
 			// among the lanes then running (a live change would move
 			// their limits within a phase: then it is not predicted).
-			io[0].PhasePredicted = experiments.PhaseShares(x.noiseRowsLocked(spec.Metric, from, to), host.NCPU)
+			io[0].PhasePredicted = experiments.PhaseShares(rows(), host.NCPU)
 		}
 		v = experiments.JudgeIO(*spec, r.plan, io, r.env.Host.Queue)
 	case experiments.MetricThrottling:
@@ -198,7 +207,7 @@ func (x *execution) judgeLocked() {
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
 	if x.load != nil {
-		v = experiments.JudgeNoise(v, host.NCPU, x.noiseRowsLocked(v.Metric, from, to))
+		v = experiments.JudgeNoise(v, host.NCPU, rows())
 	}
 	if why := spec.ToleranceWhy; why != "" && v.Judged {
 		v.Explanation += " The lab's tolerance: " + why
