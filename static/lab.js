@@ -1,4 +1,6 @@
-// A lab's page: run the lab as defined.
+// A lab's page: run the lab as defined, or with the limits of the link
+// that opened it (its spec in #lab-spec). In another site's frame
+// (/embed/labs/...) the run opens in a new tab.
 import { paintSwatches } from "./colours.js";
 import { enableCopyButtons } from "./copy.js";
 import { send, listErrors } from "./post.js";
@@ -6,15 +8,27 @@ import { send, listErrors } from "./post.js";
 const root = document.getElementById("lab");
 const errors = document.getElementById("run-errors");
 const button = document.getElementById("run-lab");
+const linked = document.getElementById("lab-spec");
+const embedded = root.dataset.embed === "1";
 
 paintSwatches();
 
 button.addEventListener("click", async () => {
   button.disabled = true;
   errors.replaceChildren();
-  const repeat = Number(document.getElementById("repeat").value) || 1;
-  const res = await send("/api/runs", { body: repeat > 1 ? { lab: root.dataset.labId, repeat } : { lab: root.dataset.labId } });
+  const repeatEl = document.getElementById("repeat");
+  const repeat = (repeatEl && Number(repeatEl.value)) || 1;
+  let body = repeat > 1 ? { lab: root.dataset.labId, repeat } : { lab: root.dataset.labId };
+  if (linked) body = { ...JSON.parse(linked.textContent), ...(repeat > 1 ? { repeat } : {}) };
+  const res = await send("/api/runs", { body });
   button.disabled = false;
+  if (res.ok && embedded) {
+    const link = document.getElementById("run-opened");
+    link.href = `/runs/${res.body.id}`;
+    link.hidden = false;
+    window.open(link.href, "_blank", "noopener");
+    return;
+  }
   if (res.ok) {
     location.href = `/runs/${res.body.id}`;
     return;

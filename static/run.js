@@ -86,6 +86,10 @@ if (stopButton) {
 }
 const permalink = document.getElementById("permalink");
 if (permalink) permalink.dataset.copy = `${location.origin}/runs/${id}`;
+const embedCode = document.getElementById("embed-code");
+if (embedCode) {
+  embedCode.dataset.copy = `<iframe src="${location.origin}/embed/runs/${id}" title="A Limit Lab run" style="width:100%;height:900px;border:0" loading="lazy"></iframe>`;
+}
 
 enableCopyButtons();
 enableStepChanges(id, () => run);

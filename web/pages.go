@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
 	"slices"
@@ -112,14 +113,58 @@ func (h pages) renderRun(w http.ResponseWriter, r *http.Request, component func(
 }
 
 func (h pages) labPage(w http.ResponseWriter, r *http.Request) {
-	lab, ok := experiments.LabByID(chi.URLParam(r, "id"))
-	if !ok {
-		http.Error(w, "no such lab", http.StatusNotFound)
+	lv, status := h.labView(r)
+	if status == http.StatusNotFound {
+		http.Error(w, "no such lab", status)
 		return
 	}
+	w.WriteHeader(status)
+	_ = labPage(lv).Render(r.Context(), w)
+}
+
+// embedLab is a lab for another site's frame: its question, its lanes and
+// a Run button for the server's participants.
+func (h pages) embedLab(w http.ResponseWriter, r *http.Request) {
+	lv, status := h.labView(r)
+	if status == http.StatusNotFound {
+		http.Error(w, "no such lab", status)
+		return
+	}
+	w.WriteHeader(status)
+	_ = labEmbed(lv).Render(r.Context(), w)
+}
+
+// labView is a lab as its page shows it on this host, with the limits a
+// link's lanes= parameter changes (docs/tutorials.md); 400 with the
+// link's errors if they are bad, 404 if there is no such lab.
+func (h pages) labView(r *http.Request) (labView, int) {
+	lab, ok := experiments.LabByID(chi.URLParam(r, "id"))
+	if !ok {
+		return labView{}, http.StatusNotFound
+	}
 	host := h.Runs.Host()
-	shows, why := lab.Shows(host.Experiments())
+	lv := labView{Lab: lab}
+	lv.Shows, lv.Why = lab.Shows(host.Experiments())
 	spec := lab.LabSpec()
+	if param := r.URL.Query().Get("lanes"); param != "" {
+		changed, changes, errs := lab.WithLinkLimits(param)
+		lv.Link = &labLink{Param: param}
+		if errs == nil {
+			_, errs = h.Runs.Validate(changed)
+		}
+		if errs != nil {
+			lv.Link.Errors = errs
+			lv.Shows = false
+			lv.Why = "This link's limits cannot run here: " + errs.Error()
+		} else {
+			spec = changed
+			for _, c := range changes {
+				lv.Link.Changes = append(lv.Link.Changes, c.Name+": "+limitFlags(c.Limits))
+			}
+			b, _ := json.Marshal(spec)
+			lv.Link.Spec = string(b)
+		}
+	}
 	// Validated without the host's limits, so that a lab this host cannot
 	// show still lists its lanes; the device auto is shown as the host's
 	// disk where it is known.
@@ -129,22 +174,24 @@ func (h pages) labPage(w http.ResponseWriter, r *http.Request) {
 	}
 	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: dev})
 	if errs != nil {
-		http.Error(w, errs.Error(), http.StatusInternalServerError)
-		return
+		lv.Shows, lv.Why = false, errs.Error()
+		return lv, http.StatusBadRequest
 	}
 	expected := experiments.Expected(plan, host.ModelHost())
-	lanes := make([]labLane, len(plan.Lanes))
 	for i, l := range plan.Lanes {
-		lanes[i] = labLane{
+		lv.Lanes = append(lv.Lanes, labLane{
 			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
 			DockerRun: experiments.DockerRun(engine.ImageRepo, l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
-		}
+		})
 	}
-	var notes []string
 	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l experiments.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {
-		notes = append(notes, note)
+		lv.Notes = append(lv.Notes, note)
 	}
-	templ.Handler(labPage(lab, shows, why, lanes, string(plan.Mode), notes, planOfLab(lab, plan, host.ModelHost()))).ServeHTTP(w, r)
+	lv.Mode, lv.Plan = string(plan.Mode), planOfLab(lab, plan, host.ModelHost())
+	if lv.Link != nil && lv.Link.Errors != nil {
+		return lv, http.StatusBadRequest
+	}
+	return lv, http.StatusOK
 }
 
 // labNetwork is a lab lane's network mode in its docker run command.

@@ -109,6 +109,10 @@ type Deps struct {
 	Room *workshop.Room
 	// Finder runs limit searches (none if nil).
 	Finder Finder
+	// EmbedOrigins are the sites (scheme://host[:port]) whose pages may
+	// frame /embed/runs/{id} and /embed/labs/{id}; no other site may frame
+	// any page.
+	EmbedOrigins []string
 	// Secret is the server's own, kept in its data directory: the
 	// participant ids it issues and their join proofs are signed with it
 	// (a random one if nil, as a test's server has).
@@ -139,7 +143,7 @@ func NewRouter(d Deps) http.Handler {
 		d.Secret = make([]byte, 32)
 		_, _ = rand.Read(d.Secret)
 	}
-	h := &handlers{Deps: d, sign: signer{key: d.Secret}}
+	h := &handlers{Deps: d, sign: signer{key: d.Secret}, publisher: NewPublisher(d.Static)}
 	a, pr, p, ls := api{h}, presenter{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -163,6 +167,8 @@ func NewRouter(d Deps) http.Handler {
 		r.Get("/labs/{id}", p.labPage)
 		r.Get("/runs/{id}", p.runPage)
 		r.Get("/runs/{id}/results", p.resultsFragment)
+		r.With(h.embeddable).Get("/embed/runs/{id}", p.embedRun)
+		r.With(h.embeddable).Get("/embed/labs/{id}", p.embedLab)
 		r.Get("/series/{id}", p.seriesPage)
 		r.Get("/runs", p.historyPage)
 		r.Get("/compare", p.comparePage)
@@ -221,6 +227,8 @@ type handlers struct {
 	joins          rateWindow
 	imports        rateWindow
 	viewers        viewerCount
+	publisher      *Publisher
+	publishedPages pageCache
 	// roomEnded are the room view's rows of ended runs, by run id.
 	roomMu    sync.Mutex
 	roomEnded map[string]RoomRow

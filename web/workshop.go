@@ -132,8 +132,18 @@ func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 		if err := h.History.WriteCSV(newDeadlineWriter(w, h.WriteTimeout), id); err != nil {
 			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
 		}
+	case "html":
+		// One page that replays the run with no server: docs/tutorials.md.
+		page, err := h.published(id, false)
+		if err != nil {
+			h.writePublishFailure(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.html"`)
+		_, _ = newDeadlineWriter(w, h.WriteTimeout).Write(page)
 	default:
-		writeError(w, http.StatusBadRequest, "format", fmt.Sprintf("format %q: want json, csv or lab", format))
+		writeError(w, http.StatusBadRequest, "format", fmt.Sprintf("format %q: want json, csv, html or lab", format))
 	}
 }
 

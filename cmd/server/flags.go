@@ -26,6 +26,7 @@ type config struct {
 	addr         string
 	allowHosts   string
 	allowOrigins string
+	embedOrigins []string
 	interval     time.Duration
 	cgroupRoot   string
 	workloadBin  string
@@ -102,6 +103,10 @@ type rawFlags struct {
 func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to open the dashboard to the network for a workshop")
 	fs.StringVar(&c.allowHosts, "allow-host", "", "comma-separated extra Host names to answer to (on loopback only localhost, 127.0.0.1 and ::1 are accepted)")
+	fs.Func("embed-origins", "comma-separated sites (`https://blog.example.com,...`) whose pages may frame /embed/runs/ID and /embed/labs/ID (docs/tutorials.md); no other site may frame a page", func(s string) (err error) {
+		c.embedOrigins, err = web.ParseEmbedOrigins(s)
+		return err
+	})
 	fs.StringVar(&c.allowOrigins, "allow-origin", "", "comma-separated origin host patterns allowed besides the page's own (e.g. slides.example.com)")
 	fs.DurationVar(&c.interval, "sample", 250*time.Millisecond, "stats sampling interval, a multiple of 50ms from 50ms to 5s (a run may ask for its own)")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")

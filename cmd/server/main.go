@@ -32,6 +32,8 @@ func main() {
 			run, args = samplerMain, args[1:]
 		case "image":
 			run, args = imageMain, args[1:]
+		case "export":
+			run, args = exportMain, args[1:]
 		case "pause":
 			// A pod's sandbox in the test cluster: it holds the pod's
 			// namespaces until it is asked to stop.

@@ -244,7 +244,7 @@ func (s *server) serve(ctx context.Context, mgr *workshop.Manager) error {
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: s.log,
-			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
+			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), EmbedOrigins: cfg.embedOrigins, PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr, Secret: s.secret,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

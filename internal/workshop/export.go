@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/store"
 )
 
 // InvalidImportError is an import refused for what the file holds, as
@@ -123,4 +125,12 @@ func csvText(s string) string {
 		return "'" + s
 	}
 	return s
+}
+
+// StoredExport is a run as a file, read from a store that no server need
+// hold open: `limitlab export` reads the data directory with it.
+func StoredExport(st *store.Store, id string) (Export, error) {
+	a := &Archive{st: st, log: slog.Default(), cache: newStreamCache(0),
+		live: func(string) (*runner.Run, bool) { return nil, false }}
+	return a.Export(id)
 }
