@@ -65,7 +65,9 @@ func (h *handlers) writePublishFailure(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, "format", err.Error())
 		return
 	}
-	h.Log.Error("publish", slog.Any("err", err))
+	if statusOf(err) >= http.StatusInternalServerError {
+		h.Log.Error("publish", slog.Any("err", err))
+	}
 	writeFailure(w, "run", err)
 }
 

@@ -336,3 +336,12 @@ func limitFlags(l experiments.Limits) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// linkErrorText is an error in a lab link, naming its lane by name.
+func linkErrorText(lab experiments.Lab, e experiments.FieldError) string {
+	spec := lab.LabSpec()
+	if e.Lane >= 0 && e.Lane < len(spec.Lanes) {
+		return "lane " + strconv.Itoa(e.Lane) + " (" + spec.Lanes[e.Lane].Name + "): " + e.Field + ": " + e.Message
+	}
+	return e.Error()
+}

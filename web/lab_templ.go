@@ -553,9 +553,9 @@ func labLinkNote(lv labView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var28 string
-					templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(e.Error())
+					templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(linkErrorText(lv.Lab, e))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `lab.templ`, Line: 110, Col: 21}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `lab.templ`, Line: 110, Col: 36}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 					if templ_7745c5c3_Err != nil {

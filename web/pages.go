@@ -155,7 +155,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 		if errs != nil {
 			lv.Link.Errors = errs
 			lv.Shows = false
-			lv.Why = "This link's limits cannot run here: " + errs.Error()
+			lv.Why = "This link's limits cannot run here."
 		} else {
 			spec = changed
 			for _, c := range changes {

@@ -249,3 +249,43 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A 12-lane run sampled every 100 ms is past the samples a page keeps
+// whole: its ticks are merged outside the lanes' zoomed second, it keeps
+// to the budget, and a lane's zoom still shows every sample of its second.
+func TestBrowserReplaysATwelveLaneRun(t *testing.T) {
+	srv, m := newServer(t)
+	var lanes []string
+	for i := range 12 {
+		lanes = append(lanes, fmt.Sprintf(`{"name": "lane %d", "workload": {"kind": "spin", "seconds": 25}, "limits": {"cpus": "0.15"}}`, i+1))
+	}
+	id := endedRun(t, srv.URL, m, `{"name": "twelve lanes", "interval": "100ms", "lanes": [`+strings.Join(lanes, ",")+`]}`)
+	file, size := exportHTML(t, srv.URL, id)
+	t.Logf("a 12-lane run of 25 s at 100 ms published: %d bytes", size)
+	if keep := os.Getenv("KEEP_PAGE"); keep != "" {
+		b, _ := os.ReadFile(file)
+		_ = os.WriteFile(keep, b, 0o644)
+	}
+	if size > PublishBudget {
+		t.Errorf("the published 12-lane run is %d bytes, over its budget of %d", size, PublishBudget)
+	}
+	ctx := browser(t)
+	w := watchPage(ctx)
+	must(t, chromedp.Do(ctx, offline(), chromedp.Navigate("file://"+file),
+		void(chromedp.Poll[bool](`document.body.dataset.replayEnded === "true" && document.body.dataset.drawnMs !== undefined`, chromedp.WithPollingTimeout(30*time.Second)))))
+	t.Logf("time to first chart: %s ms", run(t, ctx, chromedp.Evaluate[string](`document.body.dataset.drawnMs`)))
+	note := liveText(t, ctx, `[data-testid="thinned"]`)
+	if !strings.Contains(note, "every 2 ticks") {
+		t.Errorf("the page's note on what was merged: %q", note)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="zoom-5"]`)),
+		void(chromedp.Poll[bool](`document.querySelector('[data-testid="chart-cpu"]').dataset.spread !== undefined`, chromedp.WithPollingTimeout(5*time.Second)))))
+	var spread []struct{ N int }
+	_ = json.Unmarshal([]byte(run(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="chart-cpu"]').dataset.spread`))), &spread)
+	if len(spread) != 12 || spread[5].N < 8 {
+		t.Errorf("lane 6's zoomed second holds %+v samples, want about 10 at 100 ms", spread)
+	}
+	if requests, errs := w.seen(); len(requests) != 1 || len(errs) > 0 {
+		t.Errorf("requests %q, errors %q", requests, errs)
+	}
+}

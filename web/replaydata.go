@@ -31,6 +31,7 @@ func replayStream(v runner.RunView, stream []json.RawMessage) (out []json.RawMes
 		every = (samples + MaxReplaySamples - 1) / MaxReplaySamples
 	}
 	var merging *tick
+	var lastView []byte
 	for i, raw := range stream {
 		var msg map[string]any
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -40,12 +41,23 @@ func replayStream(v runner.RunView, stream []json.RawMessage) (out []json.RawMes
 		}
 		kind, _ := msg["type"].(string)
 		if kind != string(runner.KindSamples) {
-			if kind == string(runner.KindHost) {
+			switch kind {
+			case string(runner.KindHost):
 				msg = roundAll(msg).(map[string]any)
+			case string(runner.KindRun):
+				msg["run"] = replayView(msg["run"])
 			}
 			b, err := json.Marshal(msg)
 			if err != nil {
 				return nil, "", err
+			}
+			if kind == string(runner.KindRun) {
+				// A view that moved only in what the replay does not draw
+				// (a lane's results, its kernel files) is left out.
+				if bytes.Equal(b, lastView) {
+					continue
+				}
+				lastView = b
 			}
 			out = append(out, b)
 			continue
@@ -79,6 +91,44 @@ func replayStream(v runner.RunView, stream []json.RawMessage) (out []json.RawMes
 		note = fmt.Sprintf("Kept small: outside each lane's zoomed second, every %d ticks of the run (%d lane-samples in all) are drawn as one, their rates averaged over the time they cover and their latencies the worst of them. The JSON export has every sample.", every, samples)
 	}
 	return out, note, nil
+}
+
+// The keys of a run's view, and of its lanes, that the replay draws from:
+// what static/replay.js, charts.js, metrics.js, chartmath.js and steps.js
+// read of a view. The page holds the run's final view whole; the views on
+// the way there need only these.
+var (
+	replayRunKeys  = []string{"id", "name", "state", "ended", "error", "lanes", "changes", "events", "phase_bounds", "steps", "missing_signals", "noise", "verdict_metric"}
+	replayLaneKeys = []string{"index", "name", "state", "chart_limits", "expected_cores", "modelled", "started_at", "ended_at", "load", "disk"}
+)
+
+// replayView is a run's view cut to the keys the replay draws from.
+func replayView(v any) any {
+	view, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := keep(view, replayRunKeys)
+	if lanes, ok := out["lanes"].([]any); ok {
+		cut := make([]any, len(lanes))
+		for i, l := range lanes {
+			if m, ok := l.(map[string]any); ok {
+				cut[i] = keep(m, replayLaneKeys)
+			}
+		}
+		out["lanes"] = cut
+	}
+	return out
+}
+
+func keep(m map[string]any, keys []string) map[string]any {
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // inZoom says whether a tick falls in a lane's zoom window, as the run

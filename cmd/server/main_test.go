@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -205,6 +206,20 @@ func TestKilledServerMarksItsRunInterruptedOnRestart(t *testing.T) {
 	}
 	if n := samples(base); n < 8 {
 		t.Errorf("%d samples kept, want the 8 or more recorded before the kill", n)
+	}
+
+	// limitlab export -html reads the same data directory beside the
+	// running server: the interrupted run, as one page.
+	page := filepath.Join(t.TempDir(), "run.html")
+	out, err := exec.Command(bin, "export", "-html", "-data", data, "-o", page, created.ID).CombinedOutput()
+	b, _ := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(out), "wrote "+page) || !strings.Contains(string(b), `id="replay-data"`) || !strings.Contains(string(b), "interrupted") {
+		t.Errorf("limitlab export -html: %v %s (%d bytes)", err, out, len(b))
+	}
+	missing := filepath.Join(t.TempDir(), "none.html")
+	out, err = exec.Command(bin, "export", "-html", "-data", data, "-o", missing, "nosuchrun").CombinedOutput()
+	if _, statErr := os.Stat(missing); err == nil || !strings.Contains(string(out), "no such run") || statErr == nil {
+		t.Errorf("exporting a run that is not there: %v %s, file left: %v", err, out, statErr == nil)
 	}
 }
 
