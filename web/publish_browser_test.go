@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,5 +288,44 @@ func TestBrowserReplaysATwelveLaneRun(t *testing.T) {
 	}
 	if requests, errs := w.seen(); len(requests) != 1 || len(errs) > 0 {
 		t.Errorf("requests %q, errors %q", requests, errs)
+	}
+}
+
+// A tutorial's "now try --cpus 0.25" as one link: the lab page opens with
+// the link's limits and its Run button runs them; the embedded lab's Run
+// button opens the run in a new tab.
+func TestBrowserRunsALabLink(t *testing.T) {
+	srv, m := newServer(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/labs/noisy-neighbour-cpu?lanes="+url.QueryEscape("burner 1:cpus=0.25")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="link-changes"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		waitPath("/runs/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-page"]`))))
+	id := strings.TrimPrefix(run(t, ctx, chromedp.Evaluate[string](`location.pathname`)), "/runs/")
+	// Stopped as its participant, from the page.
+	stop := func(id string) {
+		status := run(t, ctx, chromedp.Evaluate[int](`fetch("/api/runs/`+id+`/stop", {method: "POST"}).then((r) => r.status)`, chromedp.EvalAwaitPromise))
+		if status != http.StatusAccepted {
+			t.Errorf("stop %s: %d", id, status)
+		}
+		enginetest.WaitFor(t, time.Minute, "the run's end", func() bool { v, ok := m.Archive().View(id); return ok && v.Ended })
+	}
+	stop(id)
+	v, ok := m.Archive().View(id)
+	if !ok || v.Spec.Lanes[1].Limits.CPUs != "0.25" || v.Lab != "" {
+		t.Errorf("the link's run: %v %+v, lab %q", ok, v.Spec.Lanes[1].Limits, v.Lab)
+	}
+
+	must(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/embed/labs/noisy-neighbour-cpu"),
+		chromedp.Click(chromedp.CSS(`[data-testid="run-lab"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-opened"]`))))
+	href := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="run-opened"]').getAttribute("href")`))
+	if !strings.HasPrefix(href, "/runs/") {
+		t.Fatalf("the embedded lab's run link: %q", href)
+	}
+	stop(strings.TrimPrefix(href, "/runs/"))
+	if v, _ := m.Archive().View(strings.TrimPrefix(href, "/runs/")); v.Lab != "noisy-neighbour-cpu" {
+		t.Errorf("the embedded lab ran %q", v.Lab)
 	}
 }

@@ -153,3 +153,23 @@ func TestPublishedPageNeedsNothingElse(t *testing.T) {
 		t.Errorf("the policy allows unsafe sources: %q", csp)
 	}
 }
+
+// BenchmarkPublishPage renders a 12-lane run of 600 ticks (60 s at 100 ms)
+// as a page: what an export or an uncached embed costs the server.
+func BenchmarkPublishPage(b *testing.B) {
+	p := NewPublisher(limitlab.Static())
+	e := syntheticExport(12, 600)
+	if _, err := p.Page(e, false); err != nil { // the bundle, once
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		page, err := p.Page(e, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(page)
+	}
+	b.ReportMetric(float64(size), "bytes/page")
+}
