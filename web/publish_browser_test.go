@@ -125,8 +125,13 @@ func endedRun(t testing.TB, base string, m *workshop.Manager, spec string) strin
 // network. Then its embed in a page of another origin, which the server
 // lets frame it only when -embed-origins names that origin.
 func TestBrowserReplaysAPublishedRun(t *testing.T) {
+	// The tutorial frames the run at llURL, which the test moves from the
+	// server that allows it to the one that does not.
+	var mu sync.Mutex
 	var llURL, runID string
 	tutorial := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!DOCTYPE html><title>A post about noisy neighbours</title>
 <p>What two busy neighbours do to a steady job:</p>
@@ -137,9 +142,11 @@ func TestBrowserReplaysAPublishedRun(t *testing.T) {
 	srv, m := newServerWith(t, func(d *Deps) { d.EmbedOrigins = []string{tutorial.URL} })
 	// The same server without -embed-origins.
 	closed := serve(t, m, nil)
-	llURL = srv.URL
-	runID = endedRun(t, srv.URL, m, `{"lab": "noisy-neighbour-cpu"}`)
-	file, size := exportHTML(t, srv.URL, runID)
+	id := endedRun(t, srv.URL, m, `{"lab": "noisy-neighbour-cpu"}`)
+	mu.Lock()
+	llURL, runID = srv.URL, id
+	mu.Unlock()
+	file, size := exportHTML(t, srv.URL, id)
 	t.Logf("the noisy-neighbour lab published: %d bytes", size)
 	if size > PublishBudget {
 		t.Errorf("the published lab is %d bytes, over its budget of %d", size, PublishBudget)
@@ -197,13 +204,15 @@ func TestBrowserReplaysAPublishedRun(t *testing.T) {
 	must(t, chromedp.Do(embedded, chromedp.Navigate(tutorial.URL+"/"),
 		void(chromedp.Poll[bool](`window.heights.some((h) => h > 600)`, chromedp.WithPollingTimeout(30*time.Second)))))
 	// Without it, framing is refused: the frame never runs.
+	mu.Lock()
 	llURL = closed.URL
+	mu.Unlock()
 	must(t, chromedp.Do(embedded, chromedp.Navigate(tutorial.URL+"/")))
 	time.Sleep(3 * time.Second)
 	if hs := run(t, embedded, chromedp.Evaluate[[]int](`window.heights`)); len(hs) > 0 {
 		t.Errorf("a server without -embed-origins was framed by %s: heights %v", tutorial.URL, hs)
 	}
-	res, err := http.Get(closed.URL + "/embed/runs/" + runID)
+	res, err := http.Get(closed.URL + "/embed/runs/" + id)
 	if err != nil {
 		t.Fatal(err)
 	}

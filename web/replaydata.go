@@ -24,7 +24,9 @@ const MaxReplaySamples = 2400
 func replayStream(v runner.RunView, stream []json.RawMessage) (out []json.RawMessage, note string, err error) {
 	samples := 0
 	for _, raw := range stream {
-		samples += bytes.Count(raw, []byte(`"lane":`))
+		if bytes.HasPrefix(raw, []byte(`{"type":"samples"`)) {
+			samples += bytes.Count(raw, []byte(`"lane":`))
+		}
 	}
 	every := 1
 	if samples > MaxReplaySamples {

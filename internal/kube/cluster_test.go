@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 )
 
 const instance = kubetest.Instance
@@ -239,4 +240,60 @@ func exitText(c *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*c)
+}
+
+// A lane's pod YAML, applied as a person would copy it from the run page,
+// starts its work at once: no start barrier waits for a file only the
+// server writes, and no label makes it the server's.
+func TestACopiedPodYAMLStartsItsWork(t *testing.T) {
+	m, cs := cluster(t)
+	spec, errs := experiments.Parse([]byte(`{"lanes": [{"name": "copied", "workload": {"kind": "spin", "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	p, errs := m.Validate(spec)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r, err := m.Submit(spec, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := enginetest.WaitDone(t, r, 2*time.Minute)
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(v.Lanes[0].PodYAML), &pod); err != nil {
+		t.Fatalf("the shown pod YAML: %v\n%s", err, v.Lanes[0].PodYAML)
+	}
+	for k := range pod.Labels {
+		if strings.HasPrefix(k, "io.limitlab.") {
+			t.Errorf("the shown pod carries the server's label %s", k)
+		}
+	}
+	pod.Name += "-copied"
+	ctx := context.Background()
+	made, err := cs.CoreV1().Pods(kubetest.Namespace).Create(ctx, &pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("applying the shown pod YAML: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Pods(kubetest.Namespace).Delete(context.Background(), made.Name, metav1.DeleteOptions{})
+		enginetest.WaitFor(t, time.Minute, "the copied pod gone", func() bool {
+			_, err := cs.CoreV1().Pods(kubetest.Namespace).Get(context.Background(), made.Name, metav1.GetOptions{})
+			return err != nil
+		})
+	})
+	var done *corev1.ContainerStateTerminated
+	enginetest.WaitFor(t, 2*time.Minute, "the copied pod to end", func() bool {
+		got, err := cs.CoreV1().Pods(kubetest.Namespace).Get(ctx, made.Name, metav1.GetOptions{})
+		if err != nil || len(got.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		done = got.Status.ContainerStatuses[0].State.Terminated
+		return done != nil
+	})
+	// Its 3 s of work ran at once: the barrier would have held it 30 s.
+	ran := done.FinishedAt.Sub(done.StartedAt.Time)
+	if done.ExitCode != 0 || ran > 15*time.Second {
+		t.Errorf("the copied pod exited %d after %v (%s), want 0 after its 3 s of work", done.ExitCode, ran, done.Message)
+	}
 }

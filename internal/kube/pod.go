@@ -7,7 +7,9 @@
 package kube
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
@@ -144,7 +146,18 @@ func Labels(instance, runID string, lane int) map[string]string {
 
 // YAML is the pod as kubectl apply would take it: what the server asks
 // for, without the status and defaults the API server adds.
+//
+// The pod is shown as a person would apply it: without the labels that
+// make it this server's (a server reaps the pods it labelled) and without
+// the toleration of its run's mark on the node.
 func YAML(p *corev1.Pod) string {
+	p = p.DeepCopy()
+	for k := range p.Labels {
+		if strings.HasPrefix(k, "io.limitlab.") {
+			delete(p.Labels, k)
+		}
+	}
+	p.Spec.Tolerations = slices.DeleteFunc(p.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == TaintRun })
 	b, err := yaml.Marshal(p)
 	if err != nil {
 		return ""
