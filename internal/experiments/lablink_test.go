@@ -35,10 +35,10 @@ func TestALabLinkChangesLimits(t *testing.T) {
 func TestABadLabLinkNamesItsLaneAndField(t *testing.T) {
 	lab, _ := LabByID("noisy-neighbour-cpu")
 	for link, want := range map[string]FieldError{
-		"nobody:cpus=1":            {Lane: -1, Field: "lanes", Message: `no lane "nobody"`},
-		"burner 1":                 {Lane: -1, Field: "lanes", Message: "want lane:flag=value"},
-		"burner 1:cpus":            {Lane: 1, Field: "limits", Message: "want flag=value"},
-		"burner 1:cpu_shares=2":    {Lane: 1, Field: "cpu_shares", Message: ""},
+		"nobody:cpus=1":           {Lane: -1, Field: "lanes", Message: `no lane "nobody"`},
+		"burner 1":                {Lane: -1, Field: "lanes", Message: "want lane:flag=value"},
+		"burner 1:cpus":           {Lane: 1, Field: "limits", Message: "want flag=value"},
+		"burner 1:cpu_shares=2":   {Lane: 1, Field: "cpu_shares", Message: ""},
 		strings.Repeat("x", 3000): {Lane: -1, Field: "lanes", Message: "at most 2048 bytes"},
 	} {
 		_, _, errs := lab.WithLinkLimits(link)
