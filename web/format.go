@@ -345,3 +345,29 @@ func linkErrorText(lab experiments.Lab, e experiments.FieldError) string {
 	}
 	return e.Error()
 }
+
+// missingText names the signals a run's samples lack, each reason once:
+// "Not in these samples: cpu_pressure, memory_pressure and io_pressure
+// (cgroup v1 has no pressure stall information (PSI))".
+func missingText(missing []engine.Missing) string {
+	var order []string
+	by := map[string][]string{}
+	for _, m := range missing {
+		if _, ok := by[m.Why]; !ok {
+			order = append(order, m.Why)
+		}
+		by[m.Why] = append(by[m.Why], string(m.Signal))
+	}
+	parts := make([]string, len(order))
+	for i, why := range order {
+		parts[i] = andList(by[why]) + " (" + why + ")"
+	}
+	return "Not in these samples: " + strings.Join(parts, "; ") + "."
+}
+
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}

@@ -1,6 +1,10 @@
 package web
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/limitlab/limitlab/internal/engine"
+)
 
 // TestDeviationText: a ratio's deviation is relative, but against a
 // prediction of none or next to none it is absolute: 0.027 against a
@@ -19,5 +23,14 @@ func TestDeviationText(t *testing.T) {
 		if got := deviationText(c.measured, c.predicted); got != c.want {
 			t.Errorf("deviationText(%g, %g) = %q, want %q", c.measured, c.predicted, got, c.want)
 		}
+	}
+}
+
+func TestMissingTextSaysEachReasonOnce(t *testing.T) {
+	why := "cgroup v1 has no pressure stall information (PSI)"
+	got := missingText([]engine.Missing{{Signal: "cpu_pressure", Why: why}, {Signal: "memory_pressure", Why: why}, {Signal: "io_pressure", Why: why}, {Signal: "io_bytes", Why: "the engine's stats"}})
+	want := "Not in these samples: cpu_pressure, memory_pressure and io_pressure (" + why + "); io_bytes (the engine's stats)."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
