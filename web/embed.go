@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -48,7 +50,7 @@ func (h *handlers) embeddable(next http.Handler) http.Handler {
 // embedRun is a run's replay for another site's frame: the published page,
 // which sizes itself to the frame and tells it its height.
 func (h pages) embedRun(w http.ResponseWriter, r *http.Request) {
-	page, err := h.published(chi.URLParam(r, "id"), true)
+	page, err := h.published(r.Context(), chi.URLParam(r, "id"), true)
 	if err != nil {
 		h.writePublishFailure(w, err)
 		return
@@ -71,16 +73,23 @@ func (h *handlers) writePublishFailure(w http.ResponseWriter, err error) {
 	writeFailure(w, "run", err)
 }
 
-// published is run id as one page, rendered again only while it runs: an
-// ended run's page is kept, the last few of them, for the embeds that a
-// tutorial's readers open again and again.
-func (h *handlers) published(id string, embed bool) ([]byte, error) {
+// published is run id as one page. The last few pages are kept: an ended
+// run's for as long as it is among them, for the embeds that a tutorial's
+// readers open again and again; a running run's for a moment. At most
+// publishSlots pages are made at once, however many ask.
+func (h *handlers) published(ctx context.Context, id string, embed bool) ([]byte, error) {
 	key := id
 	if embed {
 		key += "/embed"
 	}
-	if page, ok := h.publishedPages.get(key); ok {
+	if page, ok := h.publishedPages.get(key, time.Now()); ok {
 		return page, nil
+	}
+	select {
+	case h.publishSlots <- struct{}{}:
+		defer func() { <-h.publishSlots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	e, err := h.History.Export(id)
 	if err != nil {
@@ -90,41 +99,53 @@ func (h *handlers) published(id string, embed bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Run.Ended {
-		h.publishedPages.put(key, page)
-	}
+	h.publishedPages.put(key, page, e.Run.Ended, time.Now())
 	return page, nil
 }
+
+// publishSlots is how many pages are made at once; publishedKept how many
+// are kept, and runningKept for how long a running run's is.
+const (
+	publishSlots  = 2
+	publishedKept = 8
+	runningKept   = 2 * time.Second
+)
 
 // pageCache keeps the last few published pages.
 type pageCache struct {
 	mu    sync.Mutex
 	order []string
-	pages map[string][]byte
+	pages map[string]keptPage
 }
 
-const publishedKept = 8
+type keptPage struct {
+	page  []byte
+	ended bool
+	at    time.Time
+}
 
-func (c *pageCache) get(key string) ([]byte, bool) {
+func (c *pageCache) get(key string, now time.Time) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.pages[key]
-	return p, ok
+	if !ok || (!p.ended && now.Sub(p.at) > runningKept) {
+		return nil, false
+	}
+	return p.page, true
 }
 
-func (c *pageCache) put(key string, page []byte) {
+func (c *pageCache) put(key string, page []byte, ended bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pages == nil {
-		c.pages = map[string][]byte{}
+		c.pages = map[string]keptPage{}
 	}
-	if _, ok := c.pages[key]; ok {
-		return
+	if _, ok := c.pages[key]; !ok {
+		if len(c.order) == publishedKept {
+			delete(c.pages, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, key)
 	}
-	if len(c.order) == publishedKept {
-		delete(c.pages, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.order = append(c.order, key)
-	c.pages[key] = page
+	c.pages[key] = keptPage{page: page, ended: ended, at: now}
 }

@@ -112,26 +112,21 @@ func (h pages) renderRun(w http.ResponseWriter, r *http.Request, component func(
 	templ.Handler(component(v)).ServeHTTP(w, r)
 }
 
-func (h pages) labPage(w http.ResponseWriter, r *http.Request) {
-	lv, status := h.labView(r)
-	if status == http.StatusNotFound {
-		http.Error(w, "no such lab", status)
-		return
-	}
-	w.WriteHeader(status)
-	_ = labPage(lv).Render(r.Context(), w)
-}
+func (h pages) labPage(w http.ResponseWriter, r *http.Request) { h.renderLab(w, r, labPage) }
 
 // embedLab is a lab for another site's frame: its question, its lanes and
 // a Run button for the server's participants.
-func (h pages) embedLab(w http.ResponseWriter, r *http.Request) {
+func (h pages) embedLab(w http.ResponseWriter, r *http.Request) { h.renderLab(w, r, labEmbed) }
+
+func (h pages) renderLab(w http.ResponseWriter, r *http.Request, component func(labView) templ.Component) {
 	lv, status := h.labView(r)
 	if status == http.StatusNotFound {
 		http.Error(w, "no such lab", status)
 		return
 	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = labEmbed(lv).Render(r.Context(), w)
+	_ = component(lv).Render(r.Context(), w)
 }
 
 // labView is a lab as its page shows it on this host, with the limits a

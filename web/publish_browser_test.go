@@ -107,16 +107,12 @@ func exportHTML(t testing.TB, base, id string) (string, int) {
 	return file, len(b)
 }
 
+// endedRun starts a run of spec and waits for its end.
 func endedRun(t testing.TB, base string, m *workshop.Manager, spec string) string {
 	t.Helper()
-	status, b := postJSON(t, base+"/api/runs", spec)
-	if status != http.StatusCreated {
-		t.Fatalf("%d %s", status, b)
-	}
-	var created struct{ ID string }
-	_ = json.Unmarshal(b, &created)
-	enginetest.WaitFor(t, 3*time.Minute, "the run's end", func() bool { v, ok := m.Archive().View(created.ID); return ok && v.Ended })
-	return created.ID
+	id := startRun(t, base, spec)
+	enginetest.WaitFor(t, 3*time.Minute, "the run's end", func() bool { v, ok := m.Archive().View(id); return ok && v.Ended })
+	return id
 }
 
 // The noisy-neighbour lab, published as one file and opened from file://

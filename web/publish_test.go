@@ -173,3 +173,27 @@ func BenchmarkPublishPage(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "bytes/page")
 }
+
+// Published pages are kept: an ended run's among the last few, a running
+// run's for a moment only.
+func TestPublishedPagesAreKeptAWhile(t *testing.T) {
+	var c pageCache
+	now := time.Now()
+	c.put("running", []byte("r"), false, now)
+	c.put("ended", []byte("e"), true, now)
+	if _, ok := c.get("running", now.Add(runningKept/2)); !ok {
+		t.Error("a running run's page is not kept for a moment")
+	}
+	if _, ok := c.get("running", now.Add(2*runningKept)); ok {
+		t.Error("a running run's page is kept past its moment")
+	}
+	if _, ok := c.get("ended", now.Add(time.Hour)); !ok {
+		t.Error("an ended run's page is not kept")
+	}
+	for i := range publishedKept {
+		c.put(fmt.Sprint(i), nil, true, now)
+	}
+	if _, ok := c.get("ended", now); ok || len(c.pages) != publishedKept {
+		t.Errorf("%d pages kept, the oldest still there: want the last %d", len(c.pages), publishedKept)
+	}
+}

@@ -143,7 +143,8 @@ func NewRouter(d Deps) http.Handler {
 		d.Secret = make([]byte, 32)
 		_, _ = rand.Read(d.Secret)
 	}
-	h := &handlers{Deps: d, sign: signer{key: d.Secret}, publisher: NewPublisher(d.Static)}
+	h := &handlers{Deps: d, sign: signer{key: d.Secret}, publisher: NewPublisher(d.Static),
+		publishSlots: make(chan struct{}, publishSlots)}
 	a, pr, p, ls := api{h}, presenter{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -228,6 +229,7 @@ type handlers struct {
 	imports        rateWindow
 	viewers        viewerCount
 	publisher      *Publisher
+	publishSlots   chan struct{}
 	publishedPages pageCache
 	// roomEnded are the room view's rows of ended runs, by run id.
 	roomMu    sync.Mutex

@@ -134,7 +134,7 @@ func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 		}
 	case "html":
 		// One page that replays the run with no server: docs/tutorials.md.
-		page, err := h.published(id, false)
+		page, err := h.published(r.Context(), id, false)
 		if err != nil {
 			h.writePublishFailure(w, err)
 			return

@@ -50,6 +50,24 @@ func runLab(t testing.TB, m *workshop.Manager, id string) runner.RunView {
 	return enginetest.WaitDone(t, r, 3*time.Minute)
 }
 
+// submit queues a run of spec on the cluster's workshop.
+func submit(t testing.TB, m *workshop.Manager, spec string) *runner.Run {
+	t.Helper()
+	parsed, errs := experiments.Parse([]byte(spec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	p, errs := m.Validate(parsed)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r, err := m.Submit(parsed, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // leftPods counts the pods of a run still there.
 func leftPods(t testing.TB, cs kubernetes.Interface, runID string) int {
 	t.Helper()
@@ -148,19 +166,8 @@ func TestOOMLab(t *testing.T) {
 // pod's cgroup says so; refused with the reason where not.
 func TestDockerFlagsOnACluster(t *testing.T) {
 	m, cs := cluster(t)
-	spec, errs := experiments.Parse([]byte(`{"mode": "parallel", "duration": "20s", "lanes": [
-		{"name": "half", "workload": {"kind": "spin", "threads": 2, "seconds": 4}, "limits": {"cpus": "0.5", "memory": "64m"}}]}`))
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	p, errs := m.Validate(spec)
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	r, err := m.Submit(spec, p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := submit(t, m, `{"mode": "parallel", "duration": "20s", "lanes": [
+		{"name": "half", "workload": {"kind": "spin", "threads": 2, "seconds": 4}, "limits": {"cpus": "0.5", "memory": "64m"}}]}`)
 	// The pod as the API server holds it, while it runs.
 	enginetest.WaitFor(t, time.Minute, "the lane's pod to run", func() bool { return r.View().Lanes[0].State == runner.LaneRunning })
 	pod, err := cs.CoreV1().Pods(kubetest.Namespace).Get(context.Background(), engine.ContainerName(r.ID(), 0), metav1.GetOptions{})
@@ -247,18 +254,7 @@ func exitText(c *int) string {
 // server writes, and no label makes it the server's.
 func TestACopiedPodYAMLStartsItsWork(t *testing.T) {
 	m, cs := cluster(t)
-	spec, errs := experiments.Parse([]byte(`{"lanes": [{"name": "copied", "workload": {"kind": "spin", "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]}`))
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	p, errs := m.Validate(spec)
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	r, err := m.Submit(spec, p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := submit(t, m, `{"lanes": [{"name": "copied", "workload": {"kind": "spin", "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]}`)
 	v := enginetest.WaitDone(t, r, 2*time.Minute)
 	var pod corev1.Pod
 	if err := yaml.UnmarshalStrict([]byte(v.Lanes[0].PodYAML), &pod); err != nil {

@@ -152,57 +152,9 @@ func (x *execution) judgeLocked() {
 	}
 	switch spec.Metric {
 	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery, experiments.MetricIOShare:
-		io := make([]experiments.IOOutcome, len(lanes))
-		var contended []float64
-		if r.plan.Mode == experiments.Parallel {
-			series := make([][]experiments.CoreSample, len(lanes))
-			for i, l := range lanes {
-				series[i] = l.samples
-			}
-			contended = experiments.ContendedIO(series, r.interval.Seconds()/2)
-		}
-		for i, l := range lanes {
-			io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
-			if contended != nil {
-				io[i].WindowBps = contended[i]
-			}
-			// A disk lane's phases compare IOPS, any other its CPU: its
-			// work per CPU second moves with the host's physical cores
-			// (1100 to 2300 loops a second at 1.00 core, measured in one
-			// run of a spin lane alone on the project's machine).
-			io[i].PhaseCores = !r.plan.Lanes[i].Workload.Disk()
-			for _, p := range l.phases {
-				rate := p.Cores
-				if !io[i].PhaseCores {
-					rate = p.IOPS
-				}
-				io[i].PhaseRates = append(io[i].PhaseRates, rate)
-				io[i].PhaseErrors = append(io[i].PhaseErrors, p.IOPSError)
-				io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
-			}
-		}
-		if spec.Metric == experiments.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
-			// The victim's CPU in each phase, as the model allots it
-			// among the lanes then running (a live change would move
-			// their limits within a phase: then it is not predicted).
-			io[0].PhasePredicted = experiments.PhaseShares(rows(), host.NCPU)
-		}
-		v = experiments.JudgeIO(*spec, r.plan, io, r.env.Host.Queue)
+		v = experiments.JudgeIO(*spec, r.plan, ioOutcomesLocked(r, spec.Metric, rows), r.env.Host.Queue)
 	case experiments.MetricThrottling:
-		th := make([]experiments.ThrottleOutcome, len(lanes))
-		for i, l := range lanes {
-			th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
-				Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods, ThrottledNs: l.totals.ThrottledNs, Wall: l.wall}
-		}
-		// A service is throttled while it is loaded: its time is its
-		// load's, not its own, which includes waiting for the load to
-		// start (a second or more for a pod) and to stop.
-		for j, pl := range r.plan.Lanes {
-			if t := pl.Target; t >= 0 && lanes[j].wall > 0 && lanes[j].wall < th[t].Wall {
-				th[t].Wall = lanes[j].wall
-			}
-		}
-		v = experiments.JudgeThrottling(*spec, r.plan, th, host.NCPU)
+		v = experiments.JudgeThrottling(*spec, r.plan, throttleOutcomesLocked(r), host.NCPU)
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
@@ -213,6 +165,68 @@ func (x *execution) judgeLocked() {
 		v.Explanation += " The lab's tolerance: " + why
 	}
 	r.st.verdict = &v
+}
+
+// ioOutcomesLocked are the lanes' block IO, and a CPU victim's rates by
+// phase, for a verdict of metric; rows are the rows it judges. r.mu is
+// held.
+func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow) []experiments.IOOutcome {
+	lanes := r.st.lanes
+	io := make([]experiments.IOOutcome, len(lanes))
+	var contended []float64
+	if r.plan.Mode == experiments.Parallel {
+		series := make([][]experiments.CoreSample, len(lanes))
+		for i, l := range lanes {
+			series[i] = l.samples
+		}
+		contended = experiments.ContendedIO(series, r.interval.Seconds()/2)
+	}
+	for i, l := range lanes {
+		io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
+		if contended != nil {
+			io[i].WindowBps = contended[i]
+		}
+		// A disk lane's phases compare IOPS, any other its CPU: its
+		// work per CPU second moves with the host's physical cores
+		// (1100 to 2300 loops a second at 1.00 core, measured in one
+		// run of a spin lane alone on the project's machine).
+		io[i].PhaseCores = !r.plan.Lanes[i].Workload.Disk()
+		for _, p := range l.phases {
+			rate := p.Cores
+			if !io[i].PhaseCores {
+				rate = p.IOPS
+			}
+			io[i].PhaseRates = append(io[i].PhaseRates, rate)
+			io[i].PhaseErrors = append(io[i].PhaseErrors, p.IOPSError)
+			io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
+		}
+	}
+	if metric == experiments.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
+		// The victim's CPU in each phase, as the model allots it
+		// among the lanes then running (a live change would move
+		// their limits within a phase: then it is not predicted).
+		io[0].PhasePredicted = experiments.PhaseShares(rows(), r.env.Host.ModelHost().NCPU)
+	}
+	return io
+}
+
+// throttleOutcomesLocked is what CFS counted of each lane. r.mu is held.
+func throttleOutcomesLocked(r *Run) []experiments.ThrottleOutcome {
+	lanes := r.st.lanes
+	th := make([]experiments.ThrottleOutcome, len(lanes))
+	for i, l := range lanes {
+		th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
+			Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods, ThrottledNs: l.totals.ThrottledNs, Wall: l.wall}
+	}
+	// A service is throttled while it is loaded: its time is its
+	// load's, not its own, which includes waiting for the load to
+	// start (a second or more for a pod) and to stop.
+	for j, pl := range r.plan.Lanes {
+		if t := pl.Target; t >= 0 && lanes[j].wall > 0 && lanes[j].wall < th[t].Wall {
+			th[t].Wall = lanes[j].wall
+		}
+	}
+	return th
 }
 
 // noiseRowsLocked are the rows a verdict of metric judges, each with the
