@@ -4,7 +4,7 @@
 # the samples' formulas against the kernel's counters, the capability
 # probes, both stats sources, one lab of each family to its verdict, PSI.
 V2_ENGINE_TESTS='^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)$'
-V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestPressureSampled)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
+V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
 # The sampler beside a remote engine, reading v2's files (PSI among them).
 V2_SAMPLER_TESTS='^TestSamplerStream$'
 # A run with PSI recorded through the API and exported, which the host's

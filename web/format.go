@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -19,6 +20,9 @@ func limitsText(r experiments.Resources) string {
 	var parts []string
 	for _, f := range r.Flags() {
 		parts = append(parts, f.Name+" "+f.Value)
+	}
+	if r.CPUBurstUs > 0 {
+		parts = append(parts, "cpu_burst "+(time.Duration(r.CPUBurstUs)*time.Microsecond).String())
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -92,6 +96,8 @@ func metricText(m string) string {
 		return "IO bandwidth"
 	case experiments.MetricThrottling:
 		return "share of time throttled"
+	case experiments.MetricBurst:
+		return "throttling and p99"
 	}
 	return "CPU use"
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -286,4 +287,30 @@ func (r *CgroupReader) readV2() (Counters, error) {
 		}
 	}
 	return c, nil
+}
+
+// WriteCPUBurst gives the container a CFS burst of us microseconds: the
+// unused quota a period may carry over (cpu.cfs_burst_us on v1,
+// cpu.max.burst on v2). No engine has a flag for it, so the server writes
+// it, into this container's own cgroup only, once the container exists.
+func (r *CgroupReader) WriteCPUBurst(us int64) error {
+	dir, name := r.dirs["cpu"], "cpu.cfs_burst_us"
+	if r.v2 {
+		dir, name = r.dirs["unified"], "cpu.max.burst"
+	}
+	if dir == "" {
+		return errors.New("engine: the container has no cpu cgroup here")
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("engine: a CFS burst: %w", err)
+	}
+	_, err = f.WriteString(strconv.FormatInt(us, 10))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("engine: a CFS burst of %d µs in %s: %w", us, filepath.Join(dir, name), err)
+	}
+	return nil
 }

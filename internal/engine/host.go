@@ -168,6 +168,11 @@ func (h HostInfo) Experiments() experiments.Host {
 			eh.Unsupported[field] = s.Reason
 		}
 	}
+	if _, probed := h.Limits["cpu_burst"]; !probed {
+		// Only a probe that found the lanes' cgroups writable here allows
+		// a burst (burstSupport).
+		eh.Unsupported["cpu_burst"] = "this engine's lanes' cgroup files are not the server's to write: a CFS burst needs a local Docker engine"
+	}
 	return eh
 }
 
@@ -215,6 +220,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.StatsSource = StatsEngine
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
+	h.Limits["cpu_burst"] = burstSupport(h, local && visible)
 	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
 	h.Samples = h.Sampling()
 	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
@@ -356,4 +362,28 @@ func (h HostInfo) platform() string {
 		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
 	}
 	return "Docker " + h.EngineVersion
+}
+
+// burstSupport says whether the server can give a lane a CFS burst: no
+// engine applies one, so the server writes it into the lane's cgroup
+// itself, which it can only where the engine is local, its cgroup files
+// are visible and writable here, and the kernel has the file (5.14+).
+func burstSupport(h HostInfo, visible bool) Support {
+	if !visible {
+		return Support{Reason: "Limit Lab writes a CFS burst into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
+	}
+	file := filepath.Join(h.cgroupRoot, "cpu", "cpu.cfs_burst_us")
+	if h.CgroupV2() {
+		matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "cpu.max.burst"))
+		if len(matches) == 0 {
+			return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.max.burst: a CFS burst needs Linux 5.14 or later"}
+		}
+		file = matches[0]
+	} else if !fileExists(file) {
+		return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.cfs_burst_us: a CFS burst needs Linux 5.14 or later"}
+	}
+	if err := unix.Access(file, unix.W_OK); err != nil {
+		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes a CFS burst into the lane's cgroup itself"}
+	}
+	return Support{Supported: true}
 }

@@ -62,7 +62,11 @@ func DockerRun(image string, w Workload, res Resources, network string) string {
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}
-	return strings.Join(args, " ")
+	text := strings.Join(args, " ")
+	if b := res.CPUBurstUs; b > 0 {
+		text += fmt.Sprintf("  # with cpu.cfs_burst_us %d (cpu.max.burst on cgroup v2) written into its cgroup: Docker has no flag for a CFS burst (moby/moby#44204)", b)
+	}
+	return text
 }
 
 // DockerUpdate renders the docker CLI command that applies a live change to

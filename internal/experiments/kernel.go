@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // KernelFile is what one docker limit writes in the kernel: the cgroup
@@ -128,6 +129,15 @@ func (k *kernelFiles) cpu(r Resources) {
 				add(flag, value, "cpu", "cpu.cfs_quota_us", num(quota))
 			}
 			add(flag, value, "cpu", "cpu.cfs_period_us", num(period))
+		}
+	}
+	if b := r.CPUBurstUs; b > 0 {
+		// No engine writes it: the server does (CgroupReader.WriteCPUBurst).
+		value := (time.Duration(b) * time.Microsecond).String()
+		if v2 {
+			add("cpu_burst", value, "", "cpu.max.burst", num(b))
+		} else {
+			add("cpu_burst", value, "cpu", "cpu.cfs_burst_us", num(b))
 		}
 	}
 	if s := r.CPUShares; s > 0 {

@@ -86,7 +86,7 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 }
 
 // Metrics are the verdicts a lab may ask for.
-var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling}
+var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling, MetricBurst}
 
 // specField names a spec's problem as a lab file's field.
 func specField(e FieldError) string {

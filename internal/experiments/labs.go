@@ -135,7 +135,7 @@ func (v VerdictSpec) Needs() []string {
 		return []string{"cpu"}
 	case MetricIOShare:
 		return []string{"io_bytes"}
-	case MetricThrottling:
+	case MetricThrottling, MetricBurst:
 		return []string{"throttling"}
 	}
 	return nil

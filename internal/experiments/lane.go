@@ -37,6 +37,13 @@ func validateLane(i int, lane Lane, mode Mode, duration time.Duration, host Host
 	for _, e := range lerrs {
 		add(i, e.Field, "%s", e.Message)
 	}
+	if lane.CPUBurst != "" {
+		us, why := cpuBurst(lane.CPUBurst, res, host)
+		if why != "" {
+			add(i, "cpu_burst", "%s", why)
+		}
+		res.CPUBurstUs = us
+	}
 	pl := PlannedLane{Name: name, Workload: w, Resources: res, Pod: pod, Target: -1}
 	for _, at := range []struct {
 		field, v string

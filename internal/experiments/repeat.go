@@ -165,6 +165,8 @@ func JudgeRepeats(vs []*Verdict) *Verdict {
 		switch {
 		case out.Metric == MetricThrottling:
 			dev = math.Abs(out.Measured[i] - p)
+		case out.Metric == MetricBurst:
+			dev = ratioDeviation(out.Measured[i], p)
 		case p == 0: // not predicted (a disk's middle phase)
 			continue
 		default:

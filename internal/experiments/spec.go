@@ -63,6 +63,11 @@ type Lane struct {
 	// parallel run can have phases; empty is the run's start and end.
 	StartAt string `json:"start_at,omitempty"`
 	StopAt  string `json:"stop_at,omitempty"`
+	// CPUBurst is the unused quota ("50ms") a period may carry over to
+	// the next: cpu.cfs_burst_us on cgroup v1, cpu.max.burst on v2, which
+	// the server writes into the lane's cgroup itself. Docker has no flag
+	// for it (moby/moby#44204), nor Kubernetes a field (#104516).
+	CPUBurst string `json:"cpu_burst,omitempty"`
 }
 
 // Workload names a program of the project's workload image and its

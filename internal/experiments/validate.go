@@ -78,6 +78,9 @@ type Resources struct {
 	WriteIOps         DeviceRate `json:"write_iops_device,omitzero"`
 	BlkioWeight       uint16     `json:"blkio_weight,omitempty"`
 	BlkioWeightDevice DeviceRate `json:"blkio_weight_device,omitzero"`
+	// CPUBurstUs is the lane's cpu_burst, in microseconds: no engine
+	// applies it, the server writes it into the lane's cgroup.
+	CPUBurstUs int64 `json:"cpu_burst_us,omitempty"`
 }
 
 // DeviceRate is a device and a rate (bytes or operations per second) or a

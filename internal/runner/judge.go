@@ -155,6 +155,8 @@ func (x *execution) judgeLocked() {
 		v = experiments.JudgeIO(*spec, r.plan, ioOutcomesLocked(r, spec.Metric, rows), r.env.Host.Queue)
 	case experiments.MetricThrottling:
 		v = experiments.JudgeThrottling(*spec, r.plan, throttleOutcomesLocked(r), host.NCPU)
+	case experiments.MetricBurst:
+		v = experiments.JudgeBurst(*spec, r.plan, burstOutcomesLocked(r), host.NCPU)
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
@@ -227,6 +229,23 @@ func throttleOutcomesLocked(r *Run) []experiments.ThrottleOutcome {
 		}
 	}
 	return th
+}
+
+// burstOutcomesLocked is what each lane measured for a verdict of bursts:
+// a service's throttled periods, a load's requests and p99. r.mu is held.
+func burstOutcomesLocked(r *Run) []experiments.BurstOutcome {
+	out := make([]experiments.BurstOutcome, len(r.st.lanes))
+	for i, l := range r.st.lanes {
+		out[i] = experiments.BurstOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
+			ThrottledPeriods: l.totals.ThrottledPeriods, CPUSeconds: l.user + l.sys}
+		if s := l.summary; s != nil {
+			out[i].Requests = int64(s.Done)
+			if s.Latency != nil {
+				out[i].P99Ms = s.Latency.P99
+			}
+		}
+	}
+	return out
 }
 
 // noiseRowsLocked are the rows a verdict of metric judges, each with the

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,10 +97,17 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	r.env.startLatency.Store(int64(time.Since(asked)))
 	started := time.Since(start).Seconds()
 	rd, every, source := be.OpenReader(ctx, r.env.Host, id, pid, log)
-	first, ferr := rd.Read()
 	r.mu.Lock()
 	applied := r.st.lanes[i].applied // replaced, never changed in place, by a live change
 	r.mu.Unlock()
+	if applied != nil && applied.CPUBurstUs > 0 {
+		// Before the start barrier lets the lane's work begin.
+		if err := writeBurst(rd, applied.CPUBurstUs); err != nil {
+			x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "cpu_burst: "+err.Error() })
+			return 0, false
+		}
+	}
+	first, ferr := rd.Read()
 	var kernel *engine.KernelView
 	if applied != nil {
 		kv := engine.ReadKernelView(r.env.Host, rd, *applied, r.plan.Lanes[i].Pod)
@@ -118,6 +126,17 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 		l.state, l.startedAt = LaneRunning, started
 	})
 	return pid, true
+}
+
+// writeBurst gives a lane its CFS burst, through the reader of its cgroup
+// files where the server can write them; validation refuses a burst
+// elsewhere (engine.HostInfo's cpu_burst support).
+func writeBurst(rd engine.Reader, us int64) error {
+	w, ok := rd.(interface{ WriteCPUBurst(us int64) error })
+	if !ok {
+		return errors.New("the lane's cgroup files are not the server's to write here")
+	}
+	return w.WriteCPUBurst(us)
 }
 
 // laneEnd is how a lane ended: when, whether its time ran out or it was

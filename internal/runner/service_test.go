@@ -172,3 +172,41 @@ func gomaxprocsLab(t testing.TB) {
 		}
 	}
 }
+
+// The CFS burst lab to its verdict: the same bursty load on a service
+// under --cpus 0.5, without and with a 50 ms burst that the server writes
+// into the second service's cgroup itself and reads back.
+func TestCFSBurstLab(t *testing.T) {
+	enginetest.Measure(t, "the CFS burst lab", func(t testing.TB) {
+		m := newTestManager(t)
+		r := startSpec(t, m, `{"lab": "cfs-burst"}`)
+		v := waitDone(t, r, 3*time.Minute)
+		if v.State != runner.StateDone {
+			t.Fatalf("state %s: %s", v.State, v.Error)
+		}
+		enginetest.CheckVerdict(t, v.Verdict)
+		if v.Verdict != nil && v.Verdict.Judged {
+			t.Logf("verdict: %s", v.Verdict.Explanation)
+			enginetest.Figure(t, "cfs-burst (throttled per burst, p99 ms; without, then with a burst)", "%s (predicted %s)", enginetest.Ratios(v.Verdict.Measured), enginetest.Ratios(v.Verdict.Predicted))
+		}
+		burst := v.Lanes[2]
+		if burst.Kernel == nil {
+			t.Fatalf("%s: no kernel view", burst.Name)
+		}
+		var found bool
+		for _, f := range burst.Kernel.Files {
+			if f.Flag == "cpu_burst" {
+				found = true
+				if !f.Present || !f.Holds || f.Got != "50000" {
+					t.Errorf("%s: %s holds %q (present %v), want 50000", burst.Name, f.File, f.Got, f.Present)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: the kernel view has no cpu_burst row: %+v", burst.Name, burst.Kernel.Files)
+		}
+		if !strings.Contains(burst.DockerRun, "moby/moby#44204") {
+			t.Errorf("%s: its docker run does not say the burst is not Docker's: %s", burst.Name, burst.DockerRun)
+		}
+	})
+}
