@@ -58,7 +58,8 @@ func TestBrowserPhoneWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := []string{"/", "/labs/noisy-neighbour-cpu", "/labs/gomaxprocs", "/runs/" + created.ID, "/series/" + created.ID, "/runs",
-		"/compare?a=" + sv.Runs[0].ID + "&b=" + sv.Runs[1].ID, "/engines", "/live", "/presenter", "/find"}
+		"/compare?a=" + sv.Runs[0].ID + "&b=" + sv.Runs[1].ID, "/engines", "/live", "/presenter", "/find",
+		"/embed/runs/" + created.ID, "/embed/labs/noisy-neighbour-cpu"}
 	for _, p := range pages {
 		err := chromedp.Do(ctx,
 			chromedp.Navigate(srv.URL+p),
