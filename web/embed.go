@@ -91,6 +91,10 @@ func (h *handlers) published(ctx context.Context, id string, embed bool) ([]byte
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	// Made meanwhile by the request this one waited behind.
+	if page, ok := h.publishedPages.get(key, time.Now()); ok {
+		return page, nil
+	}
 	e, err := h.History.Export(id)
 	if err != nil {
 		return nil, err

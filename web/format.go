@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,19 +327,6 @@ func loopText(l *wire.Latency) string {
 		return "when each request went (closed loop: a client waits for its answer, so the tail is not corrected for coordinated omission)"
 	}
 	return "—"
-}
-
-// limitFlags is a change of limits as docker run's flags: "--cpus 0.25".
-func limitFlags(l experiments.Limits) string {
-	var parts []string
-	v, t := reflect.ValueOf(l), reflect.TypeOf(l)
-	for i := range v.NumField() {
-		if s := v.Field(i).String(); s != "" {
-			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-			parts = append(parts, "--"+name+" "+s)
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // linkErrorText is an error in a lab link, naming its lane by name.

@@ -143,7 +143,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 	spec := lab.LabSpec()
 	if param := r.URL.Query().Get("lanes"); param != "" {
 		changed, changes, errs := lab.WithLinkLimits(param)
-		lv.Link = &labLink{Param: param}
+		lv.Link = &labLink{}
 		if errs == nil {
 			_, errs = h.Runs.Validate(changed)
 		}
@@ -154,7 +154,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 		} else {
 			spec = changed
 			for _, c := range changes {
-				lv.Link.Changes = append(lv.Link.Changes, c.Name+": "+limitFlags(c.Limits))
+				lv.Link.Changes = append(lv.Link.Changes, c.Name+": "+fixedText(c.Limits))
 			}
 			b, _ := json.Marshal(spec)
 			lv.Link.Spec = string(b)

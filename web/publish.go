@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"runtime/debug"
@@ -59,16 +58,6 @@ type Publisher struct {
 // NewPublisher is a Publisher of pages built from static (the static/
 // tree: app.css, the page modules, vendor/uPlot).
 func NewPublisher(static fs.FS) *Publisher { return &Publisher{static: static} }
-
-// Publish writes run e as one HTML page that needs no server.
-func (p *Publisher) Publish(w io.Writer, e workshop.Export, embed bool) error {
-	b, err := p.Page(e, embed)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
 
 // Page is run e as one HTML page that needs no server, or an error that
 // says why it cannot be one.
