@@ -79,6 +79,9 @@ type HostInfo struct {
 	// local is true when the server sees the engine's host: its /dev and
 	// /sys.
 	local bool
+	// socket is a local engine's unix socket: the process that answers
+	// it is dockerd (EnginePids).
+	socket string
 	// cgroupRoot is where the engine host's cgroup filesystem is visible,
 	// dataRoot the engine's data root (its volumes are there).
 	cgroupRoot string
@@ -207,6 +210,9 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 	h.Limits = limitSupport(i, h.CgroupVersion)
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
 	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir
+	if local {
+		h.socket = strings.TrimPrefix(eng.DaemonHost(), "unix://")
+	}
 	findDataRoot(&h, local, i.DockerRootDir)
 	visible := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || fileExists(filepath.Join(cgroupRoot, "cpuacct"))
 	switch {

@@ -82,13 +82,14 @@ func (p *ProcReader) HostCPU() (HostCPU, error) {
 }
 
 // ProcessCPU is the CPU time the process pid has used, user and system,
-// in nanoseconds (its threads included); 0 for a process that is gone.
-func (p *ProcReader) ProcessCPU(pid int) uint64 {
+// in nanoseconds (its threads included); ok is false for a process that
+// is gone.
+func (p *ProcReader) ProcessCPU(pid int) (ns uint64, ok bool) {
 	f := p.procs[pid]
 	if f == nil {
 		var err error
 		if f, err = os.Open(filepath.Join(p.root, strconv.Itoa(pid), "stat")); err != nil {
-			return 0
+			return 0, false
 		}
 		p.procs[pid] = f
 	}
@@ -96,9 +97,9 @@ func (p *ProcReader) ProcessCPU(pid int) uint64 {
 	if err != nil || len(b) == 0 {
 		f.Close() // gone
 		delete(p.procs, pid)
-		return 0
+		return 0, false
 	}
-	return statCPU(b)
+	return statCPU(b), true
 }
 
 // Retain closes the stat files of processes other than pids.
@@ -242,37 +243,6 @@ func (d *DelayReader) Close() {
 		f.Close()
 		delete(d.files, tid)
 	}
-}
-
-// enginePrograms are the engine's own processes: what they use while a run
-// runs is the engine's work for it, not foreign load.
-var enginePrograms = []string{"dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-proxy"}
-
-// EnginePids are the pids of the engine's processes on this host, found
-// by their names in /proc/<pid>/comm.
-func EnginePids(procRoot string) []int {
-	dirs, _ := os.ReadDir(procRoot)
-	var out []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(procRoot, d.Name(), "comm"))
-		if err != nil {
-			continue
-		}
-		name := strings.TrimSpace(string(b))
-		for _, p := range enginePrograms {
-			// comm is cut at 15 characters: "containerd-shim" stands for
-			// every shim.
-			if name == p || (len(p) > 15 && name == p[:15]) {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // ReadsHostLoad says whether the server reads the engine host's own load:

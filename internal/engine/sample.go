@@ -48,7 +48,10 @@ type Sample struct {
 	// milliseconds per second (summed over its threads), where the server
 	// sees the engine's host: a lane that wanted CPU and did not get it,
 	// whatever took it.
-	Wait *float64 `json:"wait_ms_s,omitempty"`
+	// It is read once a second: WaitOver is the seconds it covers, on the
+	// samples that carry it.
+	Wait     *float64 `json:"wait_ms_s,omitempty"`
+	WaitOver float64  `json:"wait_over_s,omitempty"`
 	Progress
 }
 
@@ -94,10 +97,6 @@ func MakeSample(lane int, t float64, prev, cur Counters, p Progress) Sample {
 		MemPressure:      stall(prev.MemPressureUs, cur.MemPressureUs),
 		IOPressure:       stall(prev.IOPressureUs, cur.IOPressureUs),
 		Progress:         p,
-	}
-	if prev.HasRunDelay && cur.HasRunDelay {
-		w := perS(prev.RunDelayNs, cur.RunDelayNs) / 1e6
-		s.Wait = &w
 	}
 	s.IORequests = s.ReadIOPS + s.WriteIOPS
 	if s.Periods > 0 {

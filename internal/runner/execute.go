@@ -13,6 +13,8 @@ import (
 type execution struct {
 	r    *Run
 	load *hostLoad // nil where the engine's host is not this machine
+	// loadNs is the lanes' CPU since the host was last read (load).
+	loadNs uint64
 	// barriers are the start barriers of the lanes that begin together,
 	// by lane, where the server reaches the lanes' files.
 	barriers map[int]*barrier
@@ -41,7 +43,8 @@ func (r *Run) Execute(ctx context.Context) {
 		// A second of the host's own load before any lane exists: a busy
 		// host is said on the page while the run runs.
 		r.publishView()
-		quiet, x.load = quietCheck(ctx), newHostLoad()
+		pids := r.env.Host.EnginePids()
+		quiet, x.load = quietCheck(ctx, pids), newHostLoad(pids, r.interval)
 	}
 	r.mu.Lock()
 	r.st.start, r.st.quiet = time.Now(), quiet

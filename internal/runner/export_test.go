@@ -2,8 +2,6 @@ package runner
 
 import (
 	"time"
-
-	"github.com/limitlab/limitlab/internal/engine"
 )
 
 // SampleOnce takes one tick's sample of r's running lanes, as its sampler
@@ -15,11 +13,10 @@ func SampleOnce(r *Run, now time.Time) { (&execution{r: r}).sampleOnce(now) }
 func Sampler(r *Run, noise bool) func(time.Time) {
 	x := &execution{r: r}
 	if noise {
-		x.load = newHostLoad()
+		x.load = newHostLoad(r.env.Host.EnginePids(), r.interval)
 	}
 	return x.sampleOnce
 }
 
-// ScanEnginePids is the search of /proc for the engine's processes that
-// the noise figures make every enginePidsEvery.
-func ScanEnginePids() int { return len(engine.EnginePids(procRoot)) }
+// EnginePids finds the engine's processes, as each run does once.
+func EnginePids(r *Run) int { return len(r.env.Host.EnginePids()) }

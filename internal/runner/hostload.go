@@ -36,17 +36,30 @@ const quietBusy = 0.25
 // local engine (engine.HostInfo.ReadsHostLoad).
 const procRoot = "/proc"
 
-// hostLoad follows the host's CPU at a run's ticks. It is the sampler's
-// alone (no lock).
+// hostLoad follows the host's CPU over a run, once a second: the host's
+// busy time, this server's and the engine's, and the run delay of each
+// lane's threads. It is the sampler's alone (no lock).
 type hostLoad struct {
-	self       int
-	enginePids []int
-	foundAt    time.Time
-	prev       loadReading
-	has        bool
-	delays     map[int]*laneDelay // by the lane's first process
-	proc       *engine.ProcReader
+	self   int
+	delays map[int]*laneDelay // by the lane's first process
+	proc   *engine.ProcReader
+	prev   loadReading
+	has    bool
+	// engine are the engine's processes: its daemons, found once, and
+	// each lane's shim, found with the lane. engineNs is the CPU they
+	// have used since each was found, summed: a process found or gone
+	// between two readings moves it only by what it used between them.
+	engine   map[int]uint64 // by pid, its CPU time at the last reading
+	engineNs uint64
+	// every is how many of the run's ticks there are to a reading, and
+	// tick counts them.
+	every, tick int
 }
+
+// hostEvery is how often the host's figures are read: they are a band
+// under the charts and a run's summary, and reading them at every tick
+// had cost as much as the lanes' own counters.
+const hostEvery = time.Second
 
 // laneDelay is a lane's run delay reader and when it was last read.
 type laneDelay struct {
@@ -58,13 +71,41 @@ type laneDelay struct {
 // ended) before its files are closed.
 const delayIdle = 10 * time.Second
 
+// newHostLoad follows the host at a run's ticks of interval, counting the
+// engine's processes enginePids and the lanes' shims as the engine's.
+func newHostLoad(enginePids []int, interval time.Duration) *hostLoad {
+	h := &hostLoad{self: os.Getpid(), delays: map[int]*laneDelay{}, proc: engine.NewProcReader(procRoot),
+		engine: map[int]uint64{}, every: max(1, int((hostEvery+interval-1)/max(interval, time.Millisecond)))}
+	for _, pid := range enginePids {
+		h.engine[pid] = noReading
+	}
+	return h
+}
+
+// noReading marks an engine process not read yet.
+const noReading = ^uint64(0)
+
+// due counts a tick and says whether the host is read at it: the first
+// tick and every every-th after it.
+func (h *hostLoad) due() bool {
+	d := h.tick%h.every == 0
+	h.tick++
+	return d
+}
+
 // runDelay reads the run delay of the threads of the lane whose first
-// process is pid, at now.
+// process is pid, at now; a lane read for the first time brings its
+// shim into the engine's processes.
 func (h *hostLoad) runDelay(pid int, now time.Time) (uint64, bool) {
 	d := h.delays[pid]
 	if d == nil {
 		d = &laneDelay{rd: engine.NewDelayReader(procRoot, pid)}
 		h.delays[pid] = d
+		if shim := engine.ProcParent(procRoot, pid); shim > 1 && shim != h.self {
+			if _, known := h.engine[shim]; !known {
+				h.engine[shim] = noReading
+			}
+		}
 	}
 	d.readAt = now
 	return d.rd.Read(now)
@@ -88,28 +129,25 @@ type loadReading struct {
 	self, engine uint64
 }
 
-// enginePidsEvery is how often the engine's processes are looked for
-// again: a shim appears with each lane's container.
-const enginePidsEvery = 2 * time.Second
-
-func newHostLoad() *hostLoad {
-	return &hostLoad{self: os.Getpid(), delays: map[int]*laneDelay{}, proc: engine.NewProcReader(procRoot)}
-}
-
-func (h *hostLoad) read(now time.Time) (loadReading, bool) {
-	if h.enginePids == nil || now.Sub(h.foundAt) >= enginePidsEvery {
-		h.enginePids, h.foundAt = engine.EnginePids(procRoot), now
-		h.proc.Retain(h.enginePids, []int{h.self})
-	}
+func (h *hostLoad) read() (loadReading, bool) {
 	hc, err := h.proc.HostCPU()
 	if err != nil {
 		return loadReading{}, false
 	}
-	r := loadReading{host: hc, self: h.proc.ProcessCPU(h.self)}
-	for _, pid := range h.enginePids {
-		r.engine += h.proc.ProcessCPU(pid)
+	self, _ := h.proc.ProcessCPU(h.self)
+	for pid, last := range h.engine {
+		ns, ok := h.proc.ProcessCPU(pid)
+		switch {
+		case !ok:
+			delete(h.engine, pid) // gone
+		case last != noReading && ns >= last:
+			h.engineNs += ns - last
+			fallthrough
+		default:
+			h.engine[pid] = ns
+		}
 	}
-	return r, true
+	return loadReading{host: hc, self: self, engine: h.engineNs}, true
 }
 
 // close closes the /proc files it holds.
@@ -118,11 +156,11 @@ func (h *hostLoad) close() {
 	h.proc.Close()
 }
 
-// sample reads the host at now and gives its load since the last reading,
+// sample reads the host and gives its load since the last reading,
 // the run's lanes having used lanesNs of CPU time since then; t is the
 // run's time. ok is false for the first reading.
-func (h *hostLoad) sample(now time.Time, t float64, lanesNs uint64) (HostSample, bool) {
-	cur, ok := h.read(now)
+func (h *hostLoad) sample(t float64, lanesNs uint64) (HostSample, bool) {
+	cur, ok := h.read()
 	if !ok {
 		return HostSample{}, false
 	}
@@ -152,10 +190,10 @@ func between(a, b loadReading, t float64, lanesNs uint64) HostSample {
 // quietCheck measures the host's load for a second before a run's lanes
 // exist: what is busy then is neither the run nor, but for its own
 // bookkeeping, the engine.
-func quietCheck(ctx context.Context) *QuietCheck {
-	h := newHostLoad()
+func quietCheck(ctx context.Context, enginePids []int) *QuietCheck {
+	h := newHostLoad(enginePids, time.Second)
 	defer h.close()
-	a, ok := h.read(time.Now())
+	a, ok := h.read()
 	if !ok {
 		return nil
 	}
@@ -166,7 +204,7 @@ func quietCheck(ctx context.Context) *QuietCheck {
 		t.Stop()
 		return nil
 	}
-	b, ok := h.read(time.Now())
+	b, ok := h.read()
 	if !ok {
 		return nil
 	}

@@ -43,7 +43,12 @@ func (x *execution) sampleOnce(now time.Time) {
 		}
 	}
 	r.mu.Unlock()
-	readJobs(jobs, now, x.load)
+	// The host's figures and the lanes' run delay, once a second.
+	var load *hostLoad
+	if x.load != nil && x.load.due() {
+		load = x.load
+	}
+	readJobs(jobs, now, load)
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
 	r.mu.Lock()
@@ -69,8 +74,10 @@ func (x *execution) sampleOnce(now time.Time) {
 	if len(batch) > 0 {
 		r.pub.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
 	}
-	if x.load != nil {
-		if hs, ok := x.load.sample(time.Now(), now.Sub(start).Seconds(), lanesNs); ok {
+	x.loadNs += lanesNs
+	if load != nil {
+		lanesNs, x.loadNs = x.loadNs, 0
+		if hs, ok := load.sample(now.Sub(start).Seconds(), lanesNs); ok {
 			r.mu.Lock()
 			r.st.host = append(r.st.host, hs)
 			r.mu.Unlock()
@@ -97,8 +104,8 @@ type sampleJob struct {
 }
 
 // readJobs takes each job's reading, outside the run's lock: its
-// progress, its counters, and its threads' run delay (where load reads
-// the host's). Cgroup files are read in turn, in well under a millisecond
+// progress, its counters, and its threads' run delay (where load, read at
+// this tick, is given). Cgroup files are read in turn, in well under a millisecond
 // each; engine stats calls, which can take a second, all at once.
 func readJobs(jobs []sampleJob, now time.Time, load *hostLoad) {
 	for k := range jobs {
@@ -142,17 +149,18 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 	if l.hasPrev && c.Fell(l.prev) {
 		return s, 0, false
 	}
+	wait, waitOver, waited := l.delay(c)
 	if l.hasPrev {
 		cpuNs = c.CPUNs - l.prev.CPUNs
-		if c.HasRunDelay && l.prev.HasRunDelay && c.RunDelayNs >= l.prev.RunDelayNs {
-			l.waitNs, l.waitRead = l.waitNs+c.RunDelayNs-l.prev.RunDelayNs, true
-		}
 		p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
 		if l.latency != nil {
 			p.LatencyMs, p.Failures = l.latency, l.failures
 			l.latency = nil // each interval's latency goes out once
 		}
 		s = engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c, p)
+		if waited {
+			s.Wait, s.WaitOver = &wait, waitOver
+		}
 		l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
 			Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes()})
 		if phased && l.reported {
@@ -169,4 +177,26 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 	}
 	l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	return s, cpuNs, ok
+}
+
+// delay counts the run delay in c, where it was read, into the lane's
+// wait: wait is the lane's threads' waiting in milliseconds per second
+// since its previous reading, waitOver seconds before; ok is false where
+// there is no such figure.
+func (l *laneState) delay(c engine.Counters) (wait, waitOver float64, ok bool) {
+	if !c.HasRunDelay {
+		return 0, 0, false
+	}
+	prevNs, prevAt, had := l.delayNs, l.delayAt, l.delayRead
+	l.delayNs, l.delayAt, l.delayRead = c.RunDelayNs, c.At, true
+	if !had || c.RunDelayNs < prevNs {
+		return 0, 0, false
+	}
+	d := c.RunDelayNs - prevNs
+	l.waitNs, l.waitRead = l.waitNs+d, true
+	waitOver = c.At.Sub(prevAt).Seconds()
+	if waitOver <= 0 {
+		return 0, 0, false
+	}
+	return float64(d) / 1e6 / waitOver, waitOver, true
 }

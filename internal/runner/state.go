@@ -87,6 +87,11 @@ type laneState struct {
 	pid       int    // its container's first process, where the server sees it
 	waitNs    uint64 // its threads' time waiting for a CPU, from its first to its last reading
 	waitRead  bool   // waitNs was read at all (the engine's host is this machine)
+	// delayNs is its threads' run delay at its last reading of it
+	// (delayAt; delayRead once there is one), once a second.
+	delayNs   uint64
+	delayAt   time.Time
+	delayRead bool
 
 	startedAt, endedAt float64 // seconds since the run started (for a lane of a start barrier, since it let the lanes go)
 	barrier            bool    // began its work with others at a start barrier
