@@ -181,22 +181,31 @@ func (b *barrier) releaseAll(ctx context.Context, lanes map[int]int) {
 		slog.Duration("waited for ready", at.Sub(began)))
 }
 
-// waitForFile says whether the file exists before ctx ends, looking every
-// millisecond: a workload writes it within milliseconds of its start.
+// waitForFile says whether the file exists before ctx ends. It looks
+// after a millisecond, and then twice as long each time up to
+// readyPollMax: a workload writes it within milliseconds of its start,
+// but one under a small quota takes seconds, and looking every
+// millisecond for those seconds cost more CPU than the run's sampling.
 func waitForFile(ctx context.Context, path string) bool {
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
+	wait := time.Millisecond
 	for {
 		if _, err := os.Stat(path); err == nil {
 			return true
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return false
 		case <-t.C:
 		}
+		wait = min(2*wait, readyPollMax)
 	}
 }
+
+// readyPollMax is the longest a barrier waits between two looks for a
+// workload's ready file: the lanes are let go at most this late.
+const readyPollMax = 16 * time.Millisecond
 
 // beginLead is how far ahead of its writes a barrier's instant lies: the
 // time to write n lanes' files through their mount namespaces (1 to 2.5
