@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -179,32 +180,34 @@ func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {
 // keeps the threads' schedstat files open between reads: opening
 // them by path each time (a lookup of the process and the thread in
 // /proc) cost about 90 µs a lane per tick, five times the rest of a
-// lane's sample. The process's threads are listed again every
-// delayRelist, and a thread found then adds all the delay it had.
+// lane's sample. The threads are listed again only when their number
+// has changed, which the task directory's link count says (procfs
+// counts a process's threads in it) for one fstat; a thread found then
+// adds all the delay it had.
 type DelayReader struct {
-	dir      string
-	files    map[string]*os.File
-	listedAt time.Time
-	buf      []byte
+	dir     string
+	files   map[string]*os.File
+	task    *os.File // dir, kept open for its link count
+	threads uint64   // the link count when the threads were last listed
+	buf     []byte
 }
-
-// delayRelist is how often a DelayReader looks for new threads.
-const delayRelist = time.Second
 
 func NewDelayReader(procRoot string, pid int) *DelayReader {
 	return &DelayReader{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), files: map[string]*os.File{}, buf: make([]byte, 128)}
 }
 
-// Read sums the run delay of the process's threads at now.
-func (d *DelayReader) Read(now time.Time) (ns uint64, ok bool) {
-	if d.listedAt.IsZero() || now.Sub(d.listedAt) >= delayRelist {
-		d.list(now)
+// Read sums the run delay of the process's threads.
+func (d *DelayReader) Read() (ns uint64, ok bool) {
+	if n := d.linkCount(); n == 0 || n != d.threads {
+		d.list()
+		d.threads = n
 	}
 	for tid, f := range d.files {
 		b, err := readAt0(int(f.Fd()), f.Name(), &d.buf)
 		if err != nil || len(b) == 0 {
-			f.Close() // the thread ended
+			f.Close() // the thread ended: another may have taken its place
 			delete(d.files, tid)
+			d.threads = 0
 			continue
 		}
 		// "<on-cpu ns> <run delay ns> <timeslices>": the second field,
@@ -220,9 +223,24 @@ func (d *DelayReader) Read(now time.Time) (ns uint64, ok bool) {
 	return ns, ok
 }
 
+// linkCount is the task directory's link count, 0 where it cannot be had.
+func (d *DelayReader) linkCount() uint64 {
+	if d.task == nil {
+		f, err := os.Open(d.dir)
+		if err != nil {
+			return 0
+		}
+		d.task = f
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(int(d.task.Fd()), &st) != nil {
+		return 0
+	}
+	return uint64(st.Nlink)
+}
+
 // list opens the schedstat files of threads not yet open.
-func (d *DelayReader) list(now time.Time) {
-	d.listedAt = now
+func (d *DelayReader) list() {
 	tasks, err := os.ReadDir(d.dir)
 	if err != nil {
 		return
@@ -239,6 +257,10 @@ func (d *DelayReader) list(now time.Time) {
 
 // Close closes the files it holds.
 func (d *DelayReader) Close() {
+	if d.task != nil {
+		d.task.Close()
+		d.task = nil
+	}
 	for tid, f := range d.files {
 		f.Close()
 		delete(d.files, tid)

@@ -108,7 +108,7 @@ func (h *hostLoad) runDelay(pid int, now time.Time) (uint64, bool) {
 		}
 	}
 	d.readAt = now
-	return d.rd.Read(now)
+	return d.rd.Read()
 }
 
 // sweep closes the delay readers of lanes not read since delayIdle before
