@@ -291,6 +291,9 @@ func noiseText(v runner.RunView) string {
 	}
 	fmt.Fprintf(&b, "while it ran, %.2f cores of other work than this run, the server and the engine on average (%.2f at the most), and %.2f stolen by the hypervisor.",
 		n.ForeignCores, n.PeakForeign, n.StealCores)
+	if len(v.Lanes) > 0 && v.Lanes[0].Pod != nil {
+		b.WriteString(" On a Kubernetes node that other work includes the node's control plane and kubelet, which share its CPUs with the pods; the verdict counts it as such.")
+	}
 	var waits []string
 	for _, l := range v.Lanes {
 		if l.WaitSeconds != nil {

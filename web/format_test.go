@@ -1,9 +1,12 @@
 package web
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
 )
 
 // TestDeviationText: a ratio's deviation is relative, but against a
@@ -32,5 +35,20 @@ func TestMissingTextSaysEachReasonOnce(t *testing.T) {
 	want := "Not in these samples: cpu_pressure, memory_pressure and io_pressure (" + why + "); io_bytes (the engine's stats)."
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestNoiseTextNamesTheControlPlane: on a Kubernetes node the results say
+// that the host's other work includes the node's control plane; on a
+// Docker host they do not.
+func TestNoiseTextNamesTheControlPlane(t *testing.T) {
+	v := runner.RunView{Noise: &runner.HostNoise{Measured: true, ForeignCores: 0.3}}
+	v.Lanes = []runner.LaneResult{{Name: "guaranteed"}}
+	if got := noiseText(v); strings.Contains(got, "control plane") {
+		t.Errorf("a Docker run's host line names a control plane: %s", got)
+	}
+	v.Lanes[0].Pod = &experiments.Pod{}
+	if got := noiseText(v); !strings.Contains(got, "the node's control plane and kubelet") {
+		t.Errorf("a pod's host line does not say the control plane is other work: %s", got)
 	}
 }
