@@ -41,18 +41,37 @@ func GoThreads(w Workload, quota float64, ncpu int) int {
 }
 
 // ThrottleOutcome is what CFS counted of a lane over its run, and how long
-// it ran.
+// it ran; for a service, what else used the CPUs meanwhile: its loads'
+// CPU (Beside) and the host's other work (Foreign), in cores over its
+// Wall.
 type ThrottleOutcome struct {
 	Completed          bool
 	Periods, Throttled uint64
 	ThrottledNs        uint64
 	Wall               float64 // seconds
+	Beside, Foreign    float64
+}
+
+// Parallelism is how many of a service's n threads run at once while it
+// is not throttled, on cpus CPUs that its loads (beside cores on average
+// over the whole run) and the host's other work (foreign cores) share:
+// a closed load waits while its service is throttled, so its CPU falls in
+// the service's unthrottled stretches, a share quota/p of the time. The
+// CPUs left to the service then are cpus − foreign − beside·p/quota, and
+// p = (cpus − foreign) / (1 + beside/quota), at most n.
+func Parallelism(n int, quota float64, cpus int, beside, foreign float64) float64 {
+	p := float64(n)
+	if quota <= 0 || beside+foreign <= 0 {
+		return p
+	}
+	return max(0, min(p, (float64(cpus)-foreign)/(1+beside/quota)))
 }
 
 // JudgeThrottling gives the verdict of a lab judged by MetricThrottling:
-// each http lane under a CPU quota is predicted to be throttled for 1 − q/n
-// of its CPUs' time when its n Go threads exceed its quota q, for none of
-// it when not.
+// each http lane under a CPU quota q is predicted to be throttled for
+// 1 − q/p of its CPUs' time when the p of its Go threads that run at once
+// (Parallelism: its n threads, on the CPUs its loads and the host's other
+// work leave it) exceed q, for none of it when not.
 func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu int) Verdict {
 	v := Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance}
 	worst := 0.0
@@ -75,8 +94,8 @@ func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu in
 		}
 		threads := GoThreads(l.Workload, quota, cpus)
 		predicted := 0.0
-		if quota > 0 && float64(threads) > quota {
-			predicted = 1 - quota/float64(threads)
+		if p := Parallelism(threads, quota, cpus, out[i].Beside, out[i].Foreign); quota > 0 && p > quota {
+			predicted = 1 - quota/p
 		}
 		measured := float64(out[i].ThrottledNs) / 1e9 / (float64(threads) * out[i].Wall)
 		limit := "--cpus " + strconv.FormatFloat(quota, 'f', -1, 64)
@@ -96,7 +115,7 @@ func JudgeThrottling(spec VerdictSpec, plan Plan, out []ThrottleOutcome, ncpu in
 		return v
 	}
 	v.Judged, v.Pass = true, worst <= spec.Tolerance
-	v.Explanation = fmt.Sprintf("A service whose Go threads outnumber its quota is throttled for the rest of each period once its threads have burnt the quota (1 − quota/threads of its CPUs' time), one that cannot exceed it hardly at all (0): predicted %s, measured shares of time throttled %s; the farthest is %.2f off, tolerance %.2f.",
+	v.Explanation = fmt.Sprintf("A service whose Go threads outnumber its quota is throttled for the rest of each period once its threads have burnt the quota, one that cannot exceed it hardly at all (0). Its threads burn it as fast as they run at once: on the CPUs its load and the host's other work, as measured, leave them while it is not throttled (1 − quota/threads running of its CPUs' time): predicted %s, measured shares of time throttled %s; the farthest is %.2f off, tolerance %.2f.",
 		ratios(v.Predicted), ratios(v.Measured), worst, spec.Tolerance)
 	return v
 }

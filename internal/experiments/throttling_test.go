@@ -53,3 +53,29 @@ func TestJudgeThrottling(t *testing.T) {
 		t.Errorf("judged with a lane that did not finish: %+v", v)
 	}
 }
+
+// TestParallelism: a service's threads run at once on the CPUs its load
+// and the host's other work leave them while it is not throttled.
+func TestParallelism(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		n                     int
+		quota                 float64
+		cpus                  int
+		beside, foreign, want float64
+	}{
+		{"nothing beside it", 2, 1, 2, 0, 0, 2},
+		{"a load of 0.15 cores and 0.05 of other work", 2, 1, 2, 0.15, 0.05, 1.95 / 1.15},
+		{"CPUs to spare", 2, 1, 8, 0.15, 0.05, 2},
+		{"no quota", 2, 0, 2, 0.5, 0.5, 2},
+		{"a host taken whole", 2, 1, 2, 0, 3, 0},
+	} {
+		if got := Parallelism(c.n, c.quota, c.cpus, c.beside, c.foreign); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: %.4f threads at once, want %.4f", c.name, got, c.want)
+		}
+	}
+	// The GOMAXPROCS lab's first service beside such a load: 1 − 1/1.70.
+	if p := Parallelism(2, 1, 2, 0.15, 0.05); math.Abs((1-1/p)-0.41) > 0.005 {
+		t.Errorf("throttled share %.3f, want 0.41", 1-1/p)
+	}
+}

@@ -228,6 +228,17 @@ func throttleOutcomesLocked(r *Run) []experiments.ThrottleOutcome {
 			th[t].Wall = lanes[j].wall
 		}
 	}
+	// What else used the CPUs while a service was loaded: its loads' own
+	// CPU and the host's other work over the loads' time.
+	for j, pl := range r.plan.Lanes {
+		t := pl.Target
+		if t < 0 || th[t].Wall <= 0 || lanes[j].wall <= 0 {
+			continue
+		}
+		th[t].Beside += float64(lanes[j].totals.CPUNs) / 1e9 / th[t].Wall
+		foreign, steal := meanLoad(r.st.host, lanes[j].startedAt, lanes[j].endedAt)
+		th[t].Foreign = max(th[t].Foreign, foreign+steal)
+	}
 	return th
 }
 
