@@ -13,8 +13,6 @@ import (
 type execution struct {
 	r    *Run
 	load *hostLoad // nil where the engine's host is not this machine
-	// loadNs is the lanes' CPU since the host was last read (load).
-	loadNs uint64
 	// barriers are the start barriers of the lanes that begin together,
 	// by lane, where the server reaches the lanes' files.
 	barriers map[int]*barrier

@@ -36,9 +36,9 @@ const quietBusy = 0.25
 // local engine (engine.HostInfo.ReadsHostLoad).
 const procRoot = "/proc"
 
-// hostLoad follows the host's CPU over a run, once a second: the host's
-// busy time, this server's and the engine's, and the run delay of each
-// lane's threads. It is the sampler's alone (no lock).
+// hostLoad follows the host's CPU at a run's ticks: the host's busy time,
+// this server's and the engine's; and, once a second, the run delay of
+// each lane's threads. It is the sampler's alone (no lock).
 type hostLoad struct {
 	self   int
 	delays map[int]*laneDelay // by the lane's first process
@@ -47,19 +47,23 @@ type hostLoad struct {
 	has    bool
 	// engine are the engine's processes: its daemons, found once, and
 	// each lane's shim, found with the lane. engineNs is the CPU they
-	// have used since each was found, summed: a process found or gone
-	// between two readings moves it only by what it used between them.
+	// have used, summed: a daemon's since it was found, a shim's since it
+	// started (it was started for the run); a process gone between two
+	// readings moves it only by what it used before it went.
 	engine   map[int]uint64 // by pid, its CPU time at the last reading
 	engineNs uint64
-	// every is how many of the run's ticks there are to a reading, and
-	// tick counts them.
+	// every is how many of the run's ticks there are to a reading of the
+	// run delay, and tick counts them.
 	every, tick int
 }
 
-// hostEvery is how often the host's figures are read: they are a band
-// under the charts and a run's summary, and reading them at every tick
-// had cost as much as the lanes' own counters.
-const hostEvery = time.Second
+// delayEvery is how often the lanes' run delay is read: it sums a lane's
+// wait over the run, and reading every thread's schedstat at every tick
+// had cost as much as the lanes' own counters. (The host's figures are
+// read at every tick: at a second, the CPU a lane used before its first
+// reading and a shim's last work before it exits spread over whole
+// seconds of the lanes' windows, and made quiet runs look busy.)
+const delayEvery = time.Second
 
 // laneDelay is a lane's run delay reader and when it was last read.
 type laneDelay struct {
@@ -75,7 +79,7 @@ const delayIdle = 10 * time.Second
 // engine's processes enginePids and the lanes' shims as the engine's.
 func newHostLoad(enginePids []int, interval time.Duration) *hostLoad {
 	h := &hostLoad{self: os.Getpid(), delays: map[int]*laneDelay{}, proc: engine.NewProcReader(procRoot),
-		engine: map[int]uint64{}, every: max(1, int((hostEvery+interval-1)/max(interval, time.Millisecond)))}
+		engine: map[int]uint64{}, every: max(1, int((delayEvery+interval-1)/max(interval, time.Millisecond)))}
 	for _, pid := range enginePids {
 		h.engine[pid] = noReading
 	}
@@ -85,8 +89,8 @@ func newHostLoad(enginePids []int, interval time.Duration) *hostLoad {
 // noReading marks an engine process not read yet.
 const noReading = ^uint64(0)
 
-// due counts a tick and says whether the host is read at it: the first
-// tick and every every-th after it.
+// due counts a tick and says whether the lanes' run delay is read at it:
+// the first tick and every every-th after it.
 func (h *hostLoad) due() bool {
 	d := h.tick%h.every == 0
 	h.tick++
@@ -103,7 +107,9 @@ func (h *hostLoad) runDelay(pid int, now time.Time) (uint64, bool) {
 		h.delays[pid] = d
 		if shim := engine.ProcParent(procRoot, pid); shim > 1 && shim != h.self {
 			if _, known := h.engine[shim]; !known {
-				h.engine[shim] = noReading
+				// Started for this run's lane: all its CPU is the
+				// engine's work for the run, its start included.
+				h.engine[shim] = 0
 			}
 		}
 	}

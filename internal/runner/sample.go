@@ -43,12 +43,12 @@ func (x *execution) sampleOnce(now time.Time) {
 		}
 	}
 	r.mu.Unlock()
-	// The host's figures and the lanes' run delay, once a second.
-	var load *hostLoad
+	// The lanes' run delay, once a second.
+	var delays *hostLoad
 	if x.load != nil && x.load.due() {
-		load = x.load
+		delays = x.load
 	}
-	readJobs(jobs, now, load)
+	readJobs(jobs, now, delays)
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
 	r.mu.Lock()
@@ -74,10 +74,8 @@ func (x *execution) sampleOnce(now time.Time) {
 	if len(batch) > 0 {
 		r.pub.publish(Message{Type: KindSamples, Samples: batch, SentUs: time.Now().UnixMicro()})
 	}
-	x.loadNs += lanesNs
-	if load != nil {
-		lanesNs, x.loadNs = x.loadNs, 0
-		if hs, ok := load.sample(now.Sub(start).Seconds(), lanesNs); ok {
+	if x.load != nil {
+		if hs, ok := x.load.sample(now.Sub(start).Seconds(), lanesNs); ok {
 			r.mu.Lock()
 			r.st.host = append(r.st.host, hs)
 			r.mu.Unlock()
@@ -104,8 +102,8 @@ type sampleJob struct {
 }
 
 // readJobs takes each job's reading, outside the run's lock: its
-// progress, its counters, and its threads' run delay (where load, read at
-// this tick, is given). Cgroup files are read in turn, in well under a millisecond
+// progress, its counters, and its threads' run delay (where load is given:
+// once a second). Cgroup files are read in turn, in well under a millisecond
 // each; engine stats calls, which can take a second, all at once.
 func readJobs(jobs []sampleJob, now time.Time, load *hostLoad) {
 	for k := range jobs {
