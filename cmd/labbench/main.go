@@ -195,9 +195,11 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 }
 
 // absolute says a row is judged in absolute points: a share of time
-// throttled, or a prediction of (almost) nothing.
+// throttled, or a prediction of (almost) nothing. (A phase's 0 is no
+// prediction at all; a burst's 0 periods throttled is one.)
 func absolute(metric string, predicted float64) bool {
-	return metric == experiments.MetricThrottling || (predicted != 0 && predicted < experiments.StarvedRatio)
+	return metric == experiments.MetricThrottling ||
+		(predicted < experiments.StarvedRatio && (predicted != 0 || metric == experiments.MetricBurst))
 }
 
 // againstFive is how far a row's farthest run is from its prediction,
