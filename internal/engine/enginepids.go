@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"path/filepath"
@@ -84,12 +83,8 @@ func ProcParent(root string, pid int) int {
 	if err != nil {
 		return 0
 	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 2 {
+	_, f, ok := statFields(b)
+	if !ok || len(f) < 2 {
 		return 0
 	}
 	ppid, _ := strconv.Atoi(f[1])

@@ -29,6 +29,12 @@ func TestTheEnginesProcessesAreFoundWithoutASearch(t *testing.T) {
 		names[comm(t, pid)]++
 	}
 	t.Logf("the engine's processes: %v", names)
+	// Found through the socket, not by a search that happens to list
+	// dockerd first.
+	sock := engine.EngineSocket(h)
+	if sock == "" || engine.SocketPeer(sock) != pids[0] {
+		t.Fatalf("the first engine process %d is not the peer of the engine's socket %q", pids[0], sock)
+	}
 	if comm(t, pids[0]) != "dockerd" {
 		t.Errorf("the socket's peer is %q, not dockerd", comm(t, pids[0]))
 	}

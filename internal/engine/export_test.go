@@ -10,3 +10,9 @@ func CgroupDirs(r *CgroupReader) map[string]string {
 	}
 	return out
 }
+
+// EngineSocket is the local engine's socket whose peer EnginePids takes
+// for dockerd, and SocketPeer that lookup.
+func EngineSocket(h HostInfo) string { return h.socket }
+
+var SocketPeer = socketPeer

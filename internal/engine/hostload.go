@@ -156,21 +156,26 @@ func Processes(f func(pid int, comm string, cpuNs uint64)) {
 // ProcStat reads a /proc/<pid>/stat line: the process's command and its
 // CPU time, user and system, in nanoseconds.
 func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {
-	// The command may hold spaces and parentheses: the fields start after
-	// the last ')'.
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[end+1:]))
+	comm, f, ok := statFields(b)
 	// After the command: state(3) ... utime(14) stime(15), counted from 1
 	// with pid and comm as fields 1 and 2.
-	if len(f) < 13 {
+	if !ok || len(f) < 13 {
 		return "", 0, false
 	}
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return string(b[open+1 : end]), (ut + st) * (1e9 / userHZ), true
+	return comm, (ut + st) * (1e9 / userHZ), true
+}
+
+// statFields splits a /proc/<pid>/stat line into its command and the
+// fields after it, from the state (field 3) on. The command may hold
+// spaces and parentheses: the fields start after the last ')'.
+func statFields(b []byte) (comm string, fields []string, ok bool) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	return string(b[open+1 : end]), strings.Fields(string(b[end+1:])), true
 }
 
 // A DelayReader reads a process's run delay at each tick: how long its
