@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: pool-demo run test test-k8s test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -59,8 +59,15 @@ test: assets reap-test-engines test-race test-js
 	$(GO) vet -tags v2vm ./web
 	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	engines/test-docker26.sh
 	k8s/run.sh
 	vm/run.sh
+
+# The engine suite's core against Debian 13's Docker 26.1 and containerd
+# 1.7, unpacked (cached under ~/.cache/limitlab-engines) and started beside
+# this machine's Docker 20.10, which stays as it is.
+test-docker26: assets
+	engines/test-docker26.sh
 
 # The suite's Kubernetes part on a real single-node cluster of its own
 # (k8s/): Kubernetes built from the Go module proxy (cached under
@@ -68,6 +75,11 @@ test: assets reap-test-engines test-race test-js
 # containerd unpacked, no image pulled, this machine's sysctls untouched.
 test-k8s: assets
 	k8s/run.sh
+
+# The test cluster and the dashboard on it, for trying the Kubernetes labs
+# in a browser (ADDR, DATA); Ctrl-C stops everything by PID.
+k8s-demo: assets
+	k8s/demo.sh
 
 # The engine suite's cgroup v2 part in a VM of our own: Debian's kernel
 # under qemu (TCG), the host's root read-only over 9p, the host's dockerd on

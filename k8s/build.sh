@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Builds (once, then cached) what the test cluster runs: the Kubernetes
 # binaries from the Go module proxy through a wrapper module, and Debian's
-# etcd, containerd, runc and CNI plugins unpacked, never installed.
+# etcd, runc and CNI plugins and Debian 13's containerd 1.7 unpacked, never
+# installed.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 mkdir -p "$CACHE"
 
 if [ ! -x "$DEBS/usr/bin/etcd" ] || [ ! -x "$DEBS/usr/bin/containerd" ]; then
-  say "unpacking Debian's etcd-server, containerd, runc and CNI plugins"
+  say "unpacking Debian 12's etcd-server, runc and CNI plugins, and Debian 13's containerd 1.7"
   w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
   # A fresh machine may have no package lists yet.
-  (cd "$w" && { apt-get download etcd-server containerd runc containernetworking-plugins >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null && apt-get download etcd-server containerd runc containernetworking-plugins >/dev/null; }; })
+  pkgs="etcd-server runc containernetworking-plugins"
+  (cd "$w" && { apt-get download $pkgs >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get download $pkgs >/dev/null; }; })
+  bash "$(dirname "$0")/../engines/trixie.sh" "$w/trixie" containerd
   mkdir -p "$DEBS.new"
   for d in "$w"/*.deb; do dpkg-deb -x "$d" "$DEBS.new"; done
+  cp -a "$w/trixie/." "$DEBS.new/"
   rm -rf "$DEBS"; mv "$DEBS.new" "$DEBS"
 fi
 

@@ -2,10 +2,10 @@
 # Everything built or unpacked is cached under ~/.cache/limitlab-k8s; each
 # cluster's state (etcd, certificates, logs, pids) is under $KDATA and is
 # removed when the cluster stops.
-K8S_VERSION=v1.34.4                 # kube-apiserver, scheduler, controller-manager, kubelet, kubectl
+K8S_VERSION=v1.37.2                 # kube-apiserver, scheduler, controller-manager, kubelet, kubectl
 CACHE=${LIMITLAB_K8S_CACHE:-$HOME/.cache/limitlab-k8s}
 KBIN=$CACHE/bin-$K8S_VERSION        # the five binaries
-DEBS=$CACHE/debs                    # Debian's etcd, containerd, runc, CNI plugins, unpacked
+DEBS=$CACHE/debs-containerd1.7      # Debian 12's etcd, runc, CNI plugins and Debian 13's containerd, unpacked
 KDATA=${LIMITLAB_K8S_DATA:-/run/limitlab-k8s}
 PIDS=$KDATA/pids LOGS=$KDATA/logs
 SOCK=/run/limitlab-k8s-containerd/containerd.sock

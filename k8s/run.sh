@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . k8s/env.sh
+. k8s/account.sh
 
 bash k8s/build.sh
 mkdir -p bin
@@ -31,16 +32,12 @@ finish() {
 }
 trap finish EXIT
 
-# up: a cluster, and the server's service account as deploy/kubernetes/
-# rbac.yaml gives it, with a token of an hour: the suite runs as that, so
-# what the server needs of a cluster is what deploy/kubernetes/ gives, no more.
+# up: a cluster, and the server's service account (account.sh): the suite
+# runs as that.
 up() {
   CPU_POLICY=${1:-none} IMAGES=$IMAGES bash k8s/cluster.sh up
-  kubectl apply -f deploy/kubernetes/rbac.yaml -f deploy/kubernetes/networkpolicy.yaml >/dev/null
   SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
-  cp "$KUBECONFIG" "$SA_KUBECONFIG"
-  KUBECONFIG=$SA_KUBECONFIG kubectl config set-credentials limitlab --token="$(kubectl -n limitlab create token limitlab --duration=1h)" >/dev/null
-  KUBECONFIG=$SA_KUBECONFIG kubectl config set-context --current --user=limitlab --namespace=limitlab >/dev/null
+  account "$SA_KUBECONFIG"
   export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
   # The admin's, for the tests that play another party: fake nodes.
   export LIMITLAB_ADMIN_KUBECONFIG=$KUBECONFIG

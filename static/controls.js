@@ -14,13 +14,18 @@ export function enableControls(runID) {
       ev.preventDefault();
       const change = {};
       form.querySelectorAll("input[data-field]").forEach((input) => {
-        if (input.value.trim() !== "") change[input.dataset.field] = input.value.trim();
+        if (input.value.trim() !== "") setField(change, input.dataset.field, input.value.trim());
       });
       const errs = form.querySelector("[data-errors]");
+      const state = form.querySelector("[data-resize]");
       errs.textContent = "";
+      state.textContent = "";
       const res = await send(`/api/runs/${runID}/lanes/${form.dataset.lane}/limits`, { body: change });
       if (res.ok) {
         form.querySelectorAll("input[data-field]").forEach((input) => { input.value = ""; });
+        // A pod's resize: kubelet's word on it, unless it is done.
+        const rz = res.body && res.body.resize;
+        if (rz && rz.state !== "Done") state.textContent = `${rz.state}: ${rz.message}`;
         return;
       }
       errs.textContent = res.errors.map(errorText).join("; ");
@@ -40,4 +45,13 @@ export function enableControls(runID) {
       });
     });
   };
+}
+
+// setField sets a dotted field ("resources.limits.cpu") in a change,
+// making the objects on its way.
+function setField(change, path, value) {
+  const keys = path.split(".");
+  let at = change;
+  keys.slice(0, -1).forEach((k) => { at = at[k] = at[k] || {}; });
+  at[keys[keys.length - 1]] = value;
 }

@@ -35,6 +35,9 @@ export const metrics = [
     empty: "No IO pressure: a lane that waits on a throttled or busy disk would fill this chart." },
   { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1,
     empty: "No throughput reported yet: the workloads report theirs as they run." },
+  { key: "gomaxprocs", title: "Go services: GOMAXPROCS as the runtime reports it (auto follows the CPU limit and the cpuset within about a second, never below 2)",
+    get: (s) => (s.gomaxprocs ? s.gomaxprocs : null), digits: 0, service: true,
+    empty: "No GOMAXPROCS reported yet: the Go services report theirs as they run." },
   { key: "latency", title: "Load: p99 latency of each interval (ms)", get: (s) => (s.latency_ms ? s.latency_ms.p99 : null),
     digits: 1, load: true, empty: "No requests answered yet: the load lanes report each interval's latency." },
 ];
@@ -61,7 +64,9 @@ export function shownMetrics(run) {
   const lacks = new Set((run.missing_signals || []).map((m) => m.signal));
   const hasLoad = run.lanes.some((l) => l.load);
   const hasDisk = run.lanes.some((l) => l.disk);
-  const shown = metrics.filter((m) => (!m.signal || !lacks.has(m.signal)) && (!m.load || hasLoad) && (!m.disk || hasDisk));
+  const hasService = run.lanes.some((l) => l.service);
+  const shown = metrics.filter((m) => (!m.signal || !lacks.has(m.signal)) && (!m.load || hasLoad) && (!m.disk || hasDisk)
+    && (!m.service || hasService));
   const first = signalFirst[run.verdict_metric] || [];
   const rank = (m) => (first.includes(m.key) ? first.indexOf(m.key) : first.length);
   return shown.map((m, i) => ({ m, i })).sort((a, b) => rank(a.m) - rank(b.m) || a.i - b.i).map(({ m }) => m);

@@ -15,6 +15,44 @@ import (
 )
 
 // limitsText writes a lane's limits in the CLI's flag names, compactly.
+// resizeText is a pod's resize as kubelet left it: the resources its
+// status reports applied and its QoS class, and, unless it is done,
+// kubelet's state and message.
+func resizeText(r runner.ResizeRecord) string {
+	s := fmt.Sprintf("requests %s, limits %s (%s)", r.Applied.Requests, r.Applied.Limits, r.QoS)
+	if r.State != engine.ResizeDone {
+		s = fmt.Sprintf("%s: %s; still %s", resizeStateText(r.State), r.Message, s)
+	}
+	if r.Restarts > 0 {
+		s += fmt.Sprintf("; the container restarted %d times", r.Restarts)
+	}
+	return s
+}
+
+// resizeStateText names kubelet's state of a resize as its condition
+// does.
+func resizeStateText(state string) string {
+	switch state {
+	case engine.ResizeInProgress:
+		return "PodResizeInProgress"
+	case engine.ResizeDeferred, engine.ResizeInfeasible:
+		return "PodResizePending (" + state + ")"
+	}
+	return state
+}
+
+// gomaxprocsText is a Go service's GOMAXPROCS as it last reported it, and
+// whether Go's floor of 2 holds it above the lane's CPU limit: since Go
+// 1.25 a runtime left to choose follows the limit, rounded up, but never
+// goes below 2 unless fewer CPUs are available.
+func gomaxprocsText(l runner.LaneResult) string {
+	s := "GOMAXPROCS " + strconv.Itoa(l.GOMAXPROCS)
+	if l.Workload.GOMAXPROCS == "auto" && l.GOMAXPROCS == 2 && l.CPULimit > 0 && l.CPULimit < 1.5 {
+		s += fmt.Sprintf(": Go's floor of 2 holds it above the lane's CPU limit of %.2g", l.CPULimit)
+	}
+	return s
+}
+
 func limitsText(r experiments.Resources) string {
 	var parts []string
 	for _, f := range r.Flags() {

@@ -365,7 +365,11 @@ func FreeBytes(dir string) int64 {
 // node's and its kubelet's.
 func (h HostInfo) platform() string {
 	if h.Kubernetes() {
-		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
+		s := "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
+		if n := h.Kube.CgroupNote(h.CgroupVersion); n != "" {
+			s += " (" + n + ")"
+		}
+		return s
 	}
 	return "Docker " + h.EngineVersion
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/limitlab/limitlab/internal/experiments"
 )
@@ -74,4 +76,27 @@ func (h HostInfo) describeKubernetes() string {
 		d += ", CPU manager " + string(h.Kube.CPUManager)
 	}
 	return d
+}
+
+// CgroupNote says how kubelet runs on a cgroup v1 node (cgroup is the
+// node's version): from Kubernetes 1.35 kubelet refuses to start on cgroup
+// v1 unless its configuration sets failCgroupV1: false (KEP-5573), so one
+// that runs there has it set. It is "" on cgroup v2, or for an older
+// kubelet.
+func (k KubernetesFacts) CgroupNote(cgroup string) string {
+	if cgroup != "1" || kubeletMinor(k.KubeletVersion) < 35 {
+		return ""
+	}
+	return "cgroup v1, which kubelet " + k.KubeletVersion + " runs on only with failCgroupV1: false (KEP-5573)"
+}
+
+// kubeletMinor is the minor version of a kubelet's "v1.37.2" (0 if it is
+// not one).
+func kubeletMinor(v string) int {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] != "1" {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
 }

@@ -87,3 +87,25 @@ func SendSignal(eng Engine, id string, sig StopSignal, log *slog.Logger) {
 		log.Debug("signal container", slog.String("id", id[:min(12, len(id))]), slog.String("signal", string(sig)), slog.Any("err", err))
 	}
 }
+
+// Resize states: a pod's in-place resize as kubelet reports it in the
+// pod's conditions (PodResizePending's reasons, PodResizeInProgress), or
+// done when the container's resources read back as asked.
+const (
+	ResizeDone       = "Done"
+	ResizeInProgress = "InProgress"
+	ResizeDeferred   = "Deferred"
+	ResizeInfeasible = "Infeasible"
+	ResizeError      = "Error" // kubelet tried and failed
+)
+
+// Resized is what a pod lane's in-place resize came to: kubelet's state
+// of it and its message, the container's resources as its status reports
+// them applied, its restarts, and the kubectl command that asks the same.
+type Resized struct {
+	State    string
+	Message  string
+	Applied  experiments.Pod
+	Restarts int32
+	Command  string
+}

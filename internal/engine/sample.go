@@ -64,6 +64,8 @@ type Progress struct {
 	WorkIOPS   float64       `json:"work_iops,omitempty"`
 	LatencyMs  *wire.Latency `json:"latency_ms,omitempty"`
 	Failures   int64         `json:"failures,omitempty"`
+	// GOMAXPROCS is the workload's Go runtime's, as it last reported it.
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
 }
 
 // MakeSample computes one lane's sample from two readings of its

@@ -49,6 +49,9 @@ type KubernetesView struct {
 	ContainerRuntime string `json:"container_runtime"`
 	CPUManager       string `json:"cpu_manager"`
 	CPUManagerNote   string `json:"cpu_manager_note"`
+	// CgroupNote says that a kubelet of 1.35 or later on cgroup v1 runs
+	// there only with failCgroupV1: false.
+	CgroupNote string `json:"cgroup_note,omitempty"`
 }
 
 // View is what the API shows of the host. Its lists are never null.
@@ -63,7 +66,8 @@ func (h HostInfo) View() HostView {
 	}
 	if k := h.Kube; k != nil {
 		v.Kubernetes = &KubernetesView{Node: k.Node, ServerVersion: k.ServerVersion, KubeletVersion: k.KubeletVersion,
-			ContainerRuntime: k.Runtime, CPUManager: string(k.CPUManager), CPUManagerNote: k.CPUManagerNote}
+			ContainerRuntime: k.Runtime, CPUManager: string(k.CPUManager), CPUManagerNote: k.CPUManagerNote,
+			CgroupNote: k.CgroupNote(h.CgroupVersion)}
 	}
 	for name, s := range h.Limits {
 		v.Limits[name] = s

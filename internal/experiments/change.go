@@ -23,6 +23,9 @@ func ResolveChange(cur Resources, change Limits, host Host) (Resources, Errors) 
 			add(field, "cannot be changed while the lane runs: change one of %v, or start a new run", LiveFields)
 		}
 	}
+	if change.Resources != nil {
+		add("resources", "this lane is a container: change one of %v", LiveFields)
+	}
 	live := Limits{CPUs: change.CPUs, CPUShares: change.CPUShares, CpusetCpus: change.CpusetCpus, Memory: change.Memory, PidsLimit: change.PidsLimit}
 	if live == (Limits{}) && len(errs) == 0 {
 		add("limits", "no change: give at least one of %v", LiveFields)

@@ -14,6 +14,9 @@ import (
 // caller).
 func ResolveLimits(l Limits, host Host) (Resources, Errors) {
 	c := resolver{l: l, host: host, r: Resources{PidsLimit: DefaultPidsLimit}}
+	if l.Resources != nil {
+		c.errs = append(c.errs, FieldError{Field: "resources", Message: "Kubernetes resources change a pod lane; a container's limits are Docker flags"})
+	}
 	for _, f := range limitFlags {
 		if f.value == nil {
 			f.resolve(&c, "")

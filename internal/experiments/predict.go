@@ -77,6 +77,11 @@ type CoreSample struct {
 	Periods, ThrottledPeriods float64
 	ThrottledMs               float64
 	MemBytes                  float64
+	// A Go workload's GOMAXPROCS as it last reported it, and a load
+	// lane's p99 latency over its last reporting interval (0: none
+	// reported in this sample).
+	GOMAXPROCS float64
+	P99Ms      float64
 }
 
 // WindowMean is the mean of the samples that lie wholly within [from, to],

@@ -127,6 +127,9 @@ type Limits struct {
 	DeviceWriteIOps   Value `json:"device-write-iops,omitempty"`
 	BlkioWeight       Value `json:"blkio-weight,omitempty"`
 	BlkioWeightDevice Value `json:"blkio-weight-device,omitempty"`
+	// Resources are a live change of a pod lane in Kubernetes' words
+	// (ResolveResize); a lane's own resources go beside its workload.
+	Resources *PodResources `json:"resources,omitempty"`
 }
 
 // Bytes is a size in bytes, given as a JSON number or as the docker CLI

@@ -50,10 +50,15 @@ const (
 	CheckThrottledMs = "throttled_ms"
 	CheckMemoryMiB   = "memory_mib"
 	CheckIOMBps      = "io_mbps" // block IO read and written, MB/s
+	// CheckGOMAXPROCS is a Go workload's GOMAXPROCS as it reports it;
+	// CheckP99Ms a load lane's p99 latency, over the intervals it
+	// reported in the window.
+	CheckGOMAXPROCS = "gomaxprocs"
+	CheckP99Ms      = "p99_ms"
 )
 
 // CheckMetrics are the metrics a step's check may use.
-var CheckMetrics = []string{CheckCores, CheckThrottled, CheckThrottledMs, CheckMemoryMiB, CheckIOMBps}
+var CheckMetrics = []string{CheckCores, CheckThrottled, CheckThrottledMs, CheckMemoryMiB, CheckIOMBps, CheckGOMAXPROCS, CheckP99Ms}
 
 // DefaultCheckSeconds is a check's window unless it sets one.
 const DefaultCheckSeconds = 3
@@ -104,7 +109,12 @@ func checkSteps(steps []Step, spec Spec) *stepError {
 			if _, ok := lanes[c.Lane]; !ok {
 				return bad("change.lane", "no lane is named %q", c.Lane)
 			}
-			if _, errs := ResolveChange(Resources{}, c.Limits, Host{}); errs != nil {
+			if r := c.Limits.Resources; r != nil {
+				// A pod's resize: checked against the pod when it is made.
+				if _, errs := ResolvePod(*r, Host{}); errs != nil {
+					return bad("change.limits."+errs[0].Field, "%s", errs[0].Message)
+				}
+			} else if _, errs := ResolveChange(Resources{}, c.Limits, Host{}); errs != nil {
 				return bad("change.limits."+errs[0].Field, "%s", errs[0].Message)
 			}
 		}
@@ -149,7 +159,11 @@ func ResolveSteps(steps []Step, plan Plan) []ResolvedStep {
 		r := ResolvedStep{Step: s, ChangeLane: -1, CheckLane: -1}
 		if s.Change != nil {
 			r.ChangeLane = index[s.Change.Lane]
-			r.Want, _ = ResolveChange(Resources{}, s.Change.Limits, Host{})
+			if res := s.Change.Limits.Resources; res != nil {
+				r.Want = resizeWant(*res)
+			} else {
+				r.Want, _ = ResolveChange(Resources{}, s.Change.Limits, Host{})
+			}
 		}
 		if s.Check != nil {
 			r.CheckLane = index[s.Check.Lane]
@@ -184,7 +198,7 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 	}
 	end := after[len(after)-1].T
 	window := after[sort.Search(len(after), func(i int) bool { return startOf(after[i]) >= end-win-1e-9 }):]
-	var covered, sum, periods, throttled float64
+	var covered, sum, periods, throttled, reported float64
 	for _, s := range window {
 		covered += s.DT
 		periods += s.Periods
@@ -198,12 +212,26 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 			sum += s.ThrottledMs
 		case CheckIOMBps:
 			sum += s.IOBps / 1e6 * s.DT
+		case CheckGOMAXPROCS:
+			if s.GOMAXPROCS > 0 {
+				sum, reported = sum+s.GOMAXPROCS*s.DT, reported+s.DT
+			}
+		case CheckP99Ms:
+			if s.P99Ms > 0 {
+				sum, reported = sum+s.P99Ms*s.DT, reported+s.DT
+			}
 		}
 	}
 	if covered < win*0.9 && !(over && covered >= minOverSeconds) {
 		return false, 0, false
 	}
 	value = sum / covered
+	if c.Metric == CheckGOMAXPROCS || c.Metric == CheckP99Ms {
+		if reported == 0 {
+			return false, 0, false // nothing reported yet
+		}
+		value = sum / reported
+	}
 	if c.Metric == CheckThrottled || c.Metric == CheckThrottledMs {
 		if periods < minCheckPeriods {
 			return false, 0, false // the lane barely ran: nothing to judge yet
@@ -225,7 +253,8 @@ func (c Check) Eval(samples []CoreSample, since float64, over bool) (full bool, 
 
 // Text is the check in words, for the page.
 func (c Check) Text() string {
-	what := map[string]string{CheckCores: "cores", CheckThrottled: "throttled periods", CheckThrottledMs: "throttled ms a second", CheckMemoryMiB: "memory (MiB)", CheckIOMBps: "block IO (MB/s)"}[c.Metric]
+	what := map[string]string{CheckCores: "cores", CheckThrottled: "throttled periods", CheckThrottledMs: "throttled ms a second", CheckMemoryMiB: "memory (MiB)", CheckIOMBps: "block IO (MB/s)",
+		CheckGOMAXPROCS: "GOMAXPROCS", CheckP99Ms: "p99 latency (ms)"}[c.Metric]
 	value := strconv.FormatFloat(c.Value, 'g', 4, 64)
 	if c.Metric == CheckThrottled {
 		value = strconv.FormatFloat(c.Value*100, 'g', 4, 64) + "%"

@@ -98,6 +98,7 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 				ImagePullPolicy: corev1.PullNever,
 				Args:            args,
 				Resources:       resources,
+				ResizePolicy:    resizePolicy,
 				VolumeMounts:    mounts,
 				SecurityContext: &corev1.SecurityContext{
 					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,

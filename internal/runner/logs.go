@@ -55,7 +55,7 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string, par
 // or its progress file; r.mu is held.
 func (l *laneState) progressed(p wire.Progress) {
 	l.rate, l.done, l.reported = p.Rate, p.Done, true
-	l.latency, l.failures, l.liveIOPS = p.Latency, p.Failures, p.IOPS
+	l.latency, l.failures, l.liveIOPS, l.gomaxprocs = p.Latency, p.Failures, p.IOPS, p.GOMAXPROCS
 }
 
 // limitedWriter keeps the first max bytes written to it.

@@ -150,7 +150,7 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 	wait, waitOver, waited := l.delay(c)
 	if l.hasPrev {
 		cpuNs = c.CPUNs - l.prev.CPUNs
-		p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS}
+		p := engine.Progress{Throughput: l.rate, WorkIOPS: l.liveIOPS, GOMAXPROCS: l.gomaxprocs}
 		if l.latency != nil {
 			p.LatencyMs, p.Failures = l.latency, l.failures
 			l.latency = nil // each interval's latency goes out once
@@ -159,8 +159,13 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 		if waited {
 			s.Wait, s.WaitOver = &wait, waitOver
 		}
-		l.samples = append(l.samples, experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
-			Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes()})
+		cs := experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
+			Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes(),
+			GOMAXPROCS: float64(s.GOMAXPROCS)}
+		if s.LatencyMs != nil {
+			cs.P99Ms = s.LatencyMs.P99
+		}
+		l.samples = append(l.samples, cs)
 		if phased && l.reported {
 			// Phase means count only samples after the workload's first
 			// report of its rate.

@@ -51,7 +51,7 @@ func (x *execution) createAll(ctx context.Context) bool {
 		x.setLane(i, func(ls *laneState) {
 			applied := c.Applied
 			ls.applied, ls.atStart, ls.warnings = &applied, applied, c.Warnings
-			ls.dockerRun, ls.manifest = c.Command, c.Manifest
+			ls.dockerRun, ls.manifest, ls.pod = c.Command, c.Manifest, l.Pod
 		})
 	}
 	return false

@@ -80,6 +80,7 @@ type laneState struct {
 	atStart   experiments.Resources // what the engine applied at creation; applied follows live changes
 	dockerRun string
 	manifest  string             // a pod's YAML
+	pod       *experiments.Pod   // a pod's resources now: the plan's, then each resize's
 	kernel    *engine.KernelView // the limits' cgroup files, read back while it runs
 	warnings  []string
 	source    string // where its counters come from
@@ -127,6 +128,8 @@ type laneState struct {
 	rate     float64
 	reported bool
 	liveIOPS float64
+	// gomaxprocs is the Go runtime's, as the workload last reported it.
+	gomaxprocs int
 	latency  *wire.Latency // this interval's, sent once
 	ticked   bool          // its last reading was at a tick of the clock
 	failures int64

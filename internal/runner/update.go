@@ -56,7 +56,10 @@ func (r *Run) resources() []experiments.Resources {
 // the engine's words where it gave them.
 func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
 	if r.env.Engine == nil {
-		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "a live change needs a Docker engine: this run's lanes are pods"}}
+		if rz, ok := r.env.backend().(Resizer); ok {
+			return r.resize(ctx, rz, lane, change, admit)
+		}
+		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "this run's engine changes no limits while a lane runs"}}
 	}
 	r.mu.Lock()
 	requested, current, err := r.st.laneLimits(r.plan, lane)

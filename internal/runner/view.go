@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"bytes"
 	"strconv"
 	"time"
@@ -31,6 +32,10 @@ type LaneResult struct {
 	Flags       map[string]string `json:"flags"`
 	Disk        bool              `json:"disk"`
 	Load        bool              `json:"load"`
+	// Service says the lane is a Go service (an http workload), and
+	// GOMAXPROCS is its runtime's as it last reported it.
+	Service    bool `json:"service"`
+	GOMAXPROCS int  `json:"gomaxprocs,omitempty"`
 	DockerRun   string            `json:"docker_run,omitempty"`
 	// Pod is the lane's resources in Kubernetes' words and its QoS class,
 	// and PodYAML the pod the server made, on a Kubernetes engine.
@@ -108,6 +113,22 @@ type ChangeRecord struct {
 	Applied      experiments.Resources `json:"applied"` // the lane's limits after, read back
 	DockerUpdate string                `json:"docker_update"`
 	Warnings     []string              `json:"warnings,omitempty"`
+	// Resize is a pod lane's: its in-place resize as kubelet reports it.
+	Resize *ResizeRecord `json:"resize,omitempty"`
+}
+
+// ResizeRecord is a pod's in-place resize: what it asked for, the kubectl
+// command that asks the same, and kubelet's state of it (engine.Resize*)
+// with its message, the container's restarts after it, and the pod's
+// resources and QoS class as its status reports them applied.
+type ResizeRecord struct {
+	Requested experiments.PodResources `json:"requested"`
+	Command   string                   `json:"kubectl"`
+	State     string                   `json:"state"`
+	Message   string                   `json:"message,omitempty"`
+	Restarts  int32                    `json:"restarts"`
+	Applied   experiments.PodResources `json:"applied"`
+	QoS       string                   `json:"qos"`
 }
 
 // EventRecord is an engine event on a lane: "oom" when the kernel's OOM
@@ -273,7 +294,7 @@ func (r *Run) viewLocked() RunView {
 func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	lv := LaneResult{
 		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
-		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Pod: pl.Pod, PodYAML: l.manifest, Kernel: l.kernel,
+		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Pod: cmp.Or(l.pod, pl.Pod), PodYAML: l.manifest, Kernel: l.kernel,
 		Warnings: l.warnings, Modelled: pl.Workload.Modelled(), StartedAt: l.startedAt, EndedAt: l.endedAt,
 		WallSeconds: l.wall, UserSeconds: l.user, SysSeconds: l.sys, Throughput: l.throughput, IOPS: l.iops,
 		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,
@@ -294,7 +315,13 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 		now = *l.applied
 	}
 	lv.ChartLimits, lv.Flags = chartLimits(now), liveFlags(now)
+	if lv.Pod != nil {
+		lv.Flags = podFlags(*lv.Pod)
+	}
 	lv.Disk, lv.Load = pl.Workload.Disk(), pl.Workload.Kind == experiments.KindLoad
+	if lv.Service = pl.Workload.Kind == experiments.KindHTTP; lv.Service {
+		lv.GOMAXPROCS = l.gomaxprocs
+	}
 	if s := l.summary; s != nil {
 		lv.Result, lv.Failure = s.Result, s.Failure
 		if pl.Workload.Kind == experiments.KindLoad {
@@ -386,6 +413,16 @@ func liveFlags(r experiments.Resources) map[string]string {
 		}
 	}
 	return out
+}
+
+// podFlags are a pod lane's resources a resize can change, as the
+// controls name them: "resources.limits.cpu" and the like.
+func podFlags(p experiments.Pod) map[string]string {
+	r := p.Requested()
+	return map[string]string{
+		"resources.requests.cpu": string(r.Requests.CPU), "resources.limits.cpu": string(r.Limits.CPU),
+		"resources.requests.memory": string(r.Requests.Memory), "resources.limits.memory": string(r.Limits.Memory),
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -107,7 +107,7 @@ func (j job) progress(ctx context.Context, c *counter, start time.Time, report f
 		case now := <-t.C:
 			el := now.Sub(start).Seconds()
 			done := c.get()
-			p := wire.Progress{T: el, Done: done, Unit: j.unit, Rate: (done - last) / (el - lastT)}
+			p := wire.Progress{T: el, Done: done, Unit: j.unit, Rate: (done - last) / (el - lastT), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 			if j.rss {
 				p.RSSMB = residentMB()
 			}

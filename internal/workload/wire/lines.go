@@ -16,6 +16,10 @@ type Progress struct {
 	// previous line (in the summary: over the whole run).
 	Ops  float64 `json:"ops,omitempty"`
 	IOPS float64 `json:"iops,omitempty"`
+	// GOMAXPROCS is the Go runtime's, read as the line is written: since
+	// Go 1.25 a runtime left to choose follows the cgroup's CPU quota and
+	// the CPUs it may run on, at most once a second.
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
 }
 
 // Summary is the last line a workload prints.

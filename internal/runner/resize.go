@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
+)
+
+// Resizer is a backend whose lanes change their resources in place while
+// they run: a pod's resize (kube.Pods). Resize asks for to, waits for
+// kubelet's word on it, and reports it.
+type Resizer interface {
+	Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
+}
+
+// resize is UpdateLimits for a pod lane: the change, in Docker flags that
+// translate exactly or in Kubernetes' words, is checked as the API server
+// and kubelet check a resize (experiments.ResolveResize), admitted, and
+// made through the pod's resize subresource. Done, it is the lane's new
+// limits, read back from the pod's status and its cgroup files; deferred or
+// still in progress, it is recorded with kubelet's message and the lane
+// keeps the limits it has; infeasible or failed, it is refused with
+// kubelet's reason and the pod's spec is put back.
+func (r *Run) resize(ctx context.Context, rz Resizer, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
+	refuse := func(format string, args ...any) (ChangeRecord, error) {
+		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "resources", Message: fmt.Sprintf(format, args...)}}
+	}
+	r.mu.Lock()
+	_, current, err := r.st.laneLimits(r.plan, lane)
+	var pod *experiments.Pod
+	var id string
+	if err == nil {
+		pod, id = r.st.lanes[lane].pod, r.st.lanes[lane].id
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return ChangeRecord{}, err
+	}
+	if pod == nil {
+		return refuse("the lane is not a pod")
+	}
+	next, errs := experiments.ResolveResize(*pod, change, r.env.Host.Experiments())
+	if errs != nil {
+		for i := range errs {
+			errs[i].Lane = lane
+		}
+		return ChangeRecord{}, errs
+	}
+	next.Cpuset = pod.Cpuset
+	if admit != nil {
+		after := r.resources()
+		after[lane] = next.Resources()
+		if err := admit(after); err != nil {
+			return ChangeRecord{}, err
+		}
+	}
+	res, err := rz.Resize(ctx, id, next)
+	if err != nil {
+		return refuse("kubernetes: %v", err)
+	}
+	if res.State == engine.ResizeInfeasible || res.State == engine.ResizeError {
+		// Put the spec back, so that the pod is what runs.
+		if back, err := rz.Resize(context.WithoutCancel(ctx), id, *pod); err != nil || back.State != engine.ResizeDone {
+			r.env.log().Warn("put a refused resize back", slog.Int("lane", lane), slog.String("state", back.State), slog.Any("err", err))
+		}
+		return refuse("kubelet refused the resize (%s): %s", res.State, res.Message)
+	}
+	applied, now := current, *pod
+	if res.State == engine.ResizeDone {
+		now = res.Applied
+		now.QoS, now.Cpuset = next.QoS, next.Cpuset
+		applied = now.Resources()
+	}
+	rec := ChangeRecord{Lane: lane, Limits: change, Applied: applied, Resize: &ResizeRecord{
+		Requested: next.Requested(), Command: res.Command, State: res.State, Message: res.Message,
+		Restarts: res.Restarts, Applied: now.Requested(), QoS: now.QoS,
+	}}
+	r.mu.Lock()
+	rd := r.st.lanes[lane].reader
+	r.mu.Unlock()
+	var kernel *engine.KernelView
+	if rd != nil && res.State == engine.ResizeDone {
+		engine.Refresh(rd)
+		kv := engine.ReadKernelView(r.env.Host, rd, applied, &now)
+		kernel = &kv
+	}
+	r.mu.Lock()
+	rec.AtSeconds = time.Since(r.st.start).Seconds()
+	l := r.st.lanes[lane]
+	if res.State == engine.ResizeDone {
+		l.applied, l.pod = &applied, &now
+	}
+	if kernel != nil && l.reader == rd {
+		l.kernel = kernel
+	}
+	r.st.changes = append(r.st.changes, rec)
+	r.st.guide.changed(r.st.lanes, lane, applied, rec.AtSeconds)
+	r.mu.Unlock()
+	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
+	return rec, nil
+}
