@@ -130,8 +130,8 @@ type laneState struct {
 	liveIOPS float64
 	// gomaxprocs is the Go runtime's, as the workload last reported it.
 	gomaxprocs int
-	latency  *wire.Latency // this interval's, sent once
-	ticked   bool          // its last reading was at a tick of the clock
-	failures int64
-	done     float64
+	latency    *wire.Latency // this interval's, sent once
+	ticked     bool          // its last reading was at a tick of the clock
+	failures   int64
+	done       float64
 }

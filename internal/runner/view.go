@@ -1,8 +1,8 @@
 package runner
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"strconv"
 	"time"
 
@@ -34,9 +34,9 @@ type LaneResult struct {
 	Load        bool              `json:"load"`
 	// Service says the lane is a Go service (an http workload), and
 	// GOMAXPROCS is its runtime's as it last reported it.
-	Service    bool `json:"service"`
-	GOMAXPROCS int  `json:"gomaxprocs,omitempty"`
-	DockerRun   string            `json:"docker_run,omitempty"`
+	Service    bool   `json:"service"`
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	DockerRun  string `json:"docker_run,omitempty"`
 	// Pod is the lane's resources in Kubernetes' words and its QoS class,
 	// and PodYAML the pod the server made, on a Kubernetes engine.
 	Pod     *experiments.Pod `json:"pod,omitempty"`
