@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docker26.sh up | down: Debian 13's Docker 26.1 and containerd 1.7,
+# docker26.sh up | down | fetch: Debian 13's Docker 26.1 and containerd 1.7,
 # unpacked (trixie.sh) under ~/.cache/limitlab-engines and never installed,
 # running beside this machine's own engine, which stays as it is:
 #  - containerd with its own root, state and sockets, its CRI plugin off;
@@ -19,13 +19,18 @@ D26_SOCK=$RUN/docker.sock
 PARENT=limitlab-d26
 say() { echo "docker26: $*"; }
 
-up() {
-  [ -e "$RUN/dockerd.pid" ] && { say "already running: $RUN (stop it with $0 down)" >&2; exit 1; }
+# fetch: the unpacked tree, once, then cached.
+fetch() {
   if [ ! -x "$DIR/usr/sbin/dockerd" ]; then
-    say "unpacking Debian 13's docker.io and containerd into $DIR"
+    say "unpacking Debian 13's docker.io and containerd into $DIR" >&2
     mkdir -p "$CACHE"
     bash "$(dirname "$0")/trixie.sh" "$DIR" docker.io containerd
   fi
+}
+
+up() {
+  [ -e "$RUN/dockerd.pid" ] && { say "already running: $RUN (stop it with $0 down)" >&2; exit 1; }
+  fetch
   command -v runc >/dev/null || { say "no runc in PATH: apt-get install -y runc" >&2; exit 1; }
   mkdir -p "$RUN" "$DATA"
   cat >"$RUN/containerd.toml" <<T
@@ -100,5 +105,6 @@ case "${1:-}" in
 up) up ;;
 down) down ;;
 sock) echo "unix://$D26_SOCK" ;;
-*) echo "usage: docker26.sh up|down|sock" >&2; exit 2 ;;
+fetch) fetch && echo "$DIR" ;;
+*) echo "usage: docker26.sh up|down|sock|fetch" >&2; exit 2 ;;
 esac

@@ -47,7 +47,7 @@ up() {
 # first cluster's; K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first.
 if [ "${K8S_ONLY:-}" != static ]; then
   up
-  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
   # One package at a time: each takes the one node.
@@ -76,4 +76,4 @@ fi
 [ "${K8S_ONLY:-}" != first ] || exit 0
 # The static CPU manager lab, on the node started again with that policy.
 up static
-LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 10m -v -run '^TestStaticCPUManagerLab$' ./internal/kube/
+LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 10m -v -run '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn)$' ./internal/kube/

@@ -60,4 +60,54 @@ log "containers left on the VM's engine: $left"
 kill %1 2>/dev/null
 wait
 cp /var/log/dockerd.log /mnt/out/ 2>/dev/null
+
+# Docker 26.1 and containerd 1.7 (Debian 13's, from the results share,
+# vm/run.sh), on the same disk, in a cgroup of their own: the core tests
+# named in each binary's .d26 file run against it.
+d26=/mnt/out/d26
+if [ -x "$d26/usr/sbin/dockerd" ] && [ ! -f /mnt/out/script ]; then
+  mkdir -p /sys/fs/cgroup/dockerd26 /run/d26 /var/lib/docker/d26
+  echo $$ >/sys/fs/cgroup/dockerd26/cgroup.procs
+  cat >/run/d26/containerd.toml <<T
+version = 2
+root = "/var/lib/docker/d26/containerd"
+state = "/run/d26/containerd"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "/run/d26/containerd.sock"
+[ttrpc]
+  address = "/run/d26/containerd.sock.ttrpc"
+T
+  PATH=$d26/usr/bin:$d26/usr/sbin:$PATH containerd --config /run/d26/containerd.toml >/var/log/containerd26.log 2>&1 &
+  c26=$!
+  PATH=$d26/usr/bin:$d26/usr/sbin:$PATH dockerd --containerd /run/d26/containerd.sock --data-root /var/lib/docker/d26/docker \
+    --exec-root /run/d26/exec --pidfile /run/d26/dockerd.pid -H unix:///run/d26/docker.sock \
+    --iptables=false --ip-masq=false --bridge=none --storage-driver=overlay2 >/var/log/dockerd26.log 2>&1 &
+  dk26=$!
+  export DOCKER_HOST=unix:///run/d26/docker.sock
+  for i in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  if docker info >/dev/null 2>&1; then
+    docker version --format 'Docker {{.Server.Version}} (API {{.Server.APIVersion}})' >/mnt/out/d26-version
+    log "dockerd 26 up after ${i}s: $(docker info --format 'Docker {{.ServerVersion}}, cgroup v{{.CgroupVersion}}, {{.Driver}}, {{.CgroupDriver}}, containerd {{.ContainerdCommit.ID}}')"
+    for f in /mnt/out/bin/*.d26; do
+      pkg=$(basename "$f" .d26)
+      dir=$(cat "/mnt/out/bin/$pkg.dir")
+      log "running $pkg on Docker 26: $(cat "$f")"
+      (cd "$repo/$dir" && "/mnt/out/bin/$pkg.test" -test.v -test.count=1 -test.timeout=30m -test.run "$(cat "$f")") 2>&1 | tee "/mnt/out/$pkg-d26.log"
+      echo "${PIPESTATUS[0]}" >"/mnt/out/$pkg-d26.rc"
+    done
+    docker ps -aq --filter label=io.limitlab.run | wc -l >/mnt/out/left-d26
+  else
+    log "dockerd 26 did not answer within 120 s"
+    tail -n 40 /var/log/dockerd26.log /var/log/containerd26.log
+  fi
+  kill "$dk26" 2>/dev/null
+  wait "$dk26"
+  kill "$c26" 2>/dev/null
+  wait
+  cp /var/log/dockerd26.log /var/log/containerd26.log /mnt/out/ 2>/dev/null
+fi
 log "done"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds what the cgroup v2 test VM boots, into a cache that later runs
-# reuse: Debian's kernel (the version linux-image-amd64 depends on,
+# reuse: Debian's kernel (the version $LIMITLAB_VM_KERNEL, linux-image-6.12-amd64
+# by default, depends on: Debian 12 serves 6.12 beside its own 6.1;
 # downloaded with apt and unpacked, never installed) and an initramfs of
 # busybox-static, the modules the VM needs, and vm/init. Nothing prebuilt
 # comes from anywhere but Debian's packages. Prints the cache folder.
@@ -10,13 +11,14 @@ cache=${LIMITLAB_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/limitlab-vm}
 mkdir -p "$cache"
 log() { echo "vm: $*" >&2; }
 
-pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n 1)
+meta=${LIMITLAB_VM_KERNEL:-linux-image-6.12-amd64}
+pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n 1)
 if [ -z "$pkg" ]; then
-  log "apt knows no linux-image-amd64 yet: apt-get update"
+  log "apt knows no $meta yet: apt-get update"
   apt-get update >&2
-  pkg=$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n 1)
+  pkg=$(apt-cache depends "$meta" | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n 1)
 fi
-[ -n "$pkg" ] || { log "no kernel package: linux-image-amd64 depends on nothing apt can name"; exit 1; }
+[ -n "$pkg" ] || { log "no kernel package: $meta depends on nothing apt can name"; exit 1; }
 kver=${pkg#linux-image-}
 kdir=$cache/$kver
 if [ ! -f "$kdir/vmlinuz" ]; then

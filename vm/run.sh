@@ -49,6 +49,14 @@ build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-$V2_RUNNER_TESTS}"
 build sampler internal/sampler "${LIMITLAB_V2_SAMPLER_TESTS:-$V2_SAMPLER_TESTS}"
 build web web "${LIMITLAB_V2_WEB_TESTS:-$V2_WEB_TESTS}"
 
+# Docker 26.1 and containerd 1.7, Debian 13's, unpacked here
+# (engines/docker26.sh) and copied into the results share: the guest's
+# /root, where they are cached, is a tmpfs of its own.
+rm -rf "$out/d26"
+cp -a "$(bash engines/docker26.sh fetch)" "$out/d26"
+echo "${LIMITLAB_V2_D26_ENGINE_TESTS:-$V2_D26_ENGINE_TESTS}" >"$out/bin/engine.d26"
+echo "${LIMITLAB_V2_D26_RUNNER_TESTS:-$V2_D26_RUNNER_TESTS}" >"$out/bin/runner.d26"
+
 if [ -n "${LIMITLAB_VM_SCRIPT:-}" ]; then
   cp "$LIMITLAB_VM_SCRIPT" "$out/script"
 fi
@@ -89,6 +97,21 @@ for t in "$out"/bin/*.test; do
   fi
 done
 [ "$(cat "$out/left" 2>/dev/null || echo unknown)" = 0 ] || { echo "vm: FAIL: containers left on the VM's engine: $(cat "$out/left" 2>/dev/null)" >&2; status=1; }
+# The same binaries' core against Docker 26.1 in the VM.
+if [ ! -f "$out/d26-version" ]; then
+  echo "vm: FAIL: Docker 26.1 never came up in the VM" >&2; status=1
+else
+  for f in "$out"/bin/*.d26; do
+    pkg=$(basename "$f" .d26)
+    if [ "$(cat "$out/$pkg-d26.rc" 2>/dev/null)" != 0 ]; then
+      echo "vm: FAIL: $pkg's core tests on $(cat "$out/d26-version") failed (exit $(cat "$out/$pkg-d26.rc" 2>/dev/null || echo none))" >&2
+      status=1
+    else
+      log "$pkg on $(cat "$out/d26-version"): $(grep -c '^--- PASS' "$out/$pkg-d26.log") passed in the VM"
+    fi
+  done
+  [ "$(cat "$out/left-d26" 2>/dev/null || echo unknown)" = 0 ] || { echo "vm: FAIL: containers left on the VM's Docker 26: $(cat "$out/left-d26" 2>/dev/null)" >&2; status=1; }
+fi
 if [ -f "$out/pressure-run.json" ]; then
   log "drawing the VM's pressure run in Chromium here"
   LIMITLAB_V2_EXPORT="$out/pressure-run.json" go test -tags v2vm -count=1 -run '^TestV2BrowserChartsPressure$' -v ./web 2>&1 | tee "$out/browser.log" | grep -E '^(---|===|ok|FAIL|    )' || true

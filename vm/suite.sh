@@ -5,6 +5,11 @@
 # probes, both stats sources, one lab of each family to its verdict, PSI.
 V2_ENGINE_TESTS='^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)$'
 V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
+# Their core against Docker 26.1 in the VM, after the tests above on
+# 20.10: the files, counters and stats, the capability probe, a live
+# update, and one lab of each family (vm/guest.sh).
+V2_D26_ENGINE_TESTS=$V2_ENGINE_TESTS
+V2_D26_RUNNER_TESTS='^(TestLiveLimitChange|TestMemoryLab|TestCPULabs|TestIOLabs)$/^(cpus-ladder|io-write-bps)$'
 # The sampler beside a remote engine, reading v2's files (PSI among them).
 V2_SAMPLER_TESTS='^TestSamplerStream$'
 # A run with PSI recorded through the API and exported, which the host's

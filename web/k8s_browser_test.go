@@ -83,3 +83,31 @@ func TestKubernetesRunPage(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", path)
 }
+
+// A pod lane's live change from the page: the lane's form asks in
+// Kubernetes' words, the pod is resized in place, and the change row
+// shows the resources kubelet applied and the kubectl command.
+func TestKubernetesResizeFromThePage(t *testing.T) {
+	m, _ := kubetest.Manager(t)
+	srv := serve(t, m, nil)
+	ctx := browser(t)
+	id := browserStart(t, ctx, srv.URL, `{"name": "resize", "duration": "60s", "lanes": [
+	  {"name": "spinner", "workload": {"kind": "spin", "threads": 2, "seconds": 15}, "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "64Mi"}}}]}`)
+	field := `[data-testid="control-0"] input[data-field="resources.limits.cpu"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/runs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(field)),
+		chromedp.SetValue(chromedp.CSS(field), "1"),
+		chromedp.Click(chromedp.CSS(`[data-testid="apply-0"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	row := liveText(t, ctx, `[data-testid="change-row"]`)
+	if !strings.Contains(row, "limits {cpu: 1, memory: 64Mi} (Burstable)") || !strings.Contains(row, "--subresource resize") {
+		t.Errorf("change row %q", row)
+	}
+	if s := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="resize"]').dataset.state`)); s != "Done" {
+		t.Errorf("the resize's state on the page: %q", s)
+	}
+	waitEndedWithin(t, srv.URL, id, 2*time.Minute)
+}

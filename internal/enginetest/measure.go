@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/runner"
 )
 
 // Attempts is how many times Measure measures before it fails a test.
@@ -111,4 +113,21 @@ func (a *attempt) Failed() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.errs) > 0
+}
+
+// CheckSteps asserts that a guided lab's steps were all ticked while it
+// ran, each after the one before it; on emulated CPUs it only logs them.
+func CheckSteps(t testing.TB, v runner.RunView) {
+	t.Helper()
+	prev := 0.0
+	for _, s := range v.Steps {
+		t.Logf("step %d: %s, %s, value %.3f, done at %.1fs", s.Index+1, s.State, s.Check, s.Value, s.DoneAt)
+		if EmulatedCPU() {
+			continue
+		}
+		if s.State != runner.StepDone || s.DoneAt < prev {
+			t.Errorf("step %d (%s): %s at %.1fs, value %.3f, after step %d at %.1fs", s.Index+1, s.Check, s.State, s.DoneAt, s.Value, s.Index, prev)
+		}
+		prev = s.DoneAt
+	}
 }

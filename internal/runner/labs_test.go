@@ -168,19 +168,7 @@ func TestLiveMemoryChangeInNextSample(t *testing.T) {
 	}
 }
 
-// checkSteps asserts that a guided lab's steps were all ticked while it
-// ran, each after the one before it; on emulated CPUs it only logs them.
 func checkSteps(t testing.TB, v runner.RunView) {
 	t.Helper()
-	prev := 0.0
-	for _, s := range v.Steps {
-		t.Logf("step %d: %s, %s, value %.3f, done at %.1fs", s.Index+1, s.State, s.Check, s.Value, s.DoneAt)
-		if enginetest.EmulatedCPU() {
-			continue
-		}
-		if s.State != runner.StepDone || s.DoneAt < prev {
-			t.Errorf("step %d (%s): %s at %.1fs, value %.3f, after step %d at %.1fs", s.Index+1, s.Check, s.State, s.DoneAt, s.Value, s.Index, prev)
-		}
-		prev = s.DoneAt
-	}
+	enginetest.CheckSteps(t, v)
 }

@@ -1,0 +1,138 @@
+//go:build k8s
+
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/runner"
+)
+
+// k8s-resize: a Go service's pod resized in place from limits.cpu 500m to
+// 1500m while it serves. The resize is done by kubelet with no restart,
+// the container's quota file reads back the new limit, the prediction
+// follows, and the lab's guided steps tick: throttled and slow before,
+// neither after. Refusals come first, on the same lane: a change of its
+// QoS class and a Docker-only flag. The throttling and latency steps are
+// measured figures the shared host can spoil, so the run is measured
+// again if they fail; the resize's own checks are not.
+func TestResizeInPlaceLab(t *testing.T) {
+	m, cs := cluster(t)
+	var v runner.RunView
+	var rec runner.ChangeRecord
+	var took time.Duration
+	enginetest.Measure(t, "the k8s-resize lab's steps", func(t testing.TB) {
+		lab, _ := experiments.LabByID("k8s-resize")
+		spec := lab.LabSpec()
+		p, errs := m.Validate(spec)
+		if errs != nil {
+			t.Fatal(errs)
+		}
+		r, err := m.Submit(spec, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		enginetest.WaitFor(t, 2*time.Minute, "the lab's first two steps", func() bool {
+			v := r.View()
+			return v.Ended || len(v.Steps) > 1 && v.Steps[1].State == runner.StepDone
+		})
+		if v := r.View(); v.Ended {
+			for _, l := range v.Lanes {
+				t.Logf("lane %s: %s, exit %s, error %q, %.2f cores, throttled %.2f s", l.Name, l.State, exitText(l.ExitCode), l.Error, l.MeasuredCores, l.ThrottledSeconds)
+			}
+			for _, s := range v.Steps {
+				t.Logf("step %d: %s, %s, value %.3f, full %v", s.Index+1, s.State, s.Check, s.Value, s.Full)
+			}
+			t.Fatalf("the run ended before its first two steps: %s: %s", v.State, v.Error)
+		}
+		ctx := context.Background()
+		for _, c := range []struct {
+			change      experiments.Limits
+			field, says string
+		}{
+			{experiments.Limits{Resources: &experiments.PodResources{Requests: experiments.PodResourceList{CPU: "500m", Memory: "64Mi"}}}, "resources", "QoS class"},
+			{experiments.Limits{PidsLimit: "100"}, "pids-limit", "podPidsLimit"},
+		} {
+			_, err := m.UpdateLimits(ctx, r.ID(), 0, c.change)
+			var errs experiments.Errors
+			if !errors.As(err, &errs) || errs[0].Lane != 0 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
+				t.Errorf("change %+v: got %v, want an error on %s saying %q", c.change, err, c.field, c.says)
+			}
+		}
+		start := time.Now()
+		rec, err = m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{Limits: experiments.PodResourceList{CPU: "1500m"}}})
+		took = time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = enginetest.WaitDone(t, r, 2*time.Minute)
+		enginetest.CheckSteps(t, v)
+	})
+	rz := rec.Resize
+	if rz == nil || rz.State != engine.ResizeDone || rz.Restarts != 0 || rz.Applied.Limits.CPU != "1500m" || rz.QoS != experiments.QoSBurstable {
+		t.Fatalf("the resize: %+v", rz)
+	}
+	if !strings.Contains(rz.Command, "--subresource resize") {
+		t.Errorf("the command shown: %q", rz.Command)
+	}
+	if rec.Applied.NanoCPUs != 15e8 {
+		t.Errorf("applied after the resize: %+v", rec.Applied)
+	}
+	l := v.Lanes[0]
+	checkKernel(t, l)
+	quota := ""
+	for _, f := range l.Kernel.Files {
+		if f.File == "cpu.cfs_quota_us" || f.File == "cpu.max" {
+			quota = f.Got
+		}
+	}
+	if !strings.Contains(quota, "150000") {
+		t.Errorf("the container's quota after the resize: %q, want 150000 µs", quota)
+	}
+	if l.Pod == nil || l.Pod.LimitMilliCPU != 1500 {
+		t.Errorf("the lane's pod after the resize: %+v", l.Pod)
+	}
+	if l.GOMAXPROCS != 2 {
+		t.Errorf("GOMAXPROCS %d, want 2 (Go's floor at 500m, 1500m rounded up)", l.GOMAXPROCS)
+	}
+	if n := leftPods(t, cs, v.ID); n != 0 {
+		t.Errorf("%d pods of the run left", n)
+	}
+	t.Logf("figure: k8s-resize (limits.cpu 500m → 1500m) | kubelet done, cgroup quota read back, in %.2f s; restarts 0; GOMAXPROCS 2 throughout", took.Seconds())
+	for _, s := range v.Steps {
+		t.Logf("figure: k8s-resize step %d (%s) | %.2f", s.Index+1, s.Check, s.Value)
+	}
+}
+
+// On the node with the static CPU manager a Guaranteed pod of whole CPUs
+// has CPUs of its own, which kubelet does not resize: the change is
+// refused before the pod is patched, saying why, and the lane keeps its
+// limits.
+func TestResizeRefusedForCPUsOfItsOwn(t *testing.T) {
+	if !staticCluster() {
+		t.Fatal("this test wants the cluster k8s/run.sh starts with the static CPU manager (LIMITLAB_K8S_CPU_POLICY=static)")
+	}
+	m, _ := cluster(t)
+	r := submit(t, m, `{"mode": "parallel", "duration": "30s", "lanes": [
+		{"name": "own", "workload": {"kind": "spin", "seconds": 20}, "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}}]}`)
+	enginetest.WaitFor(t, time.Minute, "the lane's pod to run", func() bool { return r.View().Lanes[0].State == runner.LaneRunning })
+	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{
+		Requests: experiments.PodResourceList{CPU: "2"}, Limits: experiments.PodResourceList{CPU: "2"}}})
+	var errs experiments.Errors
+	if !errors.As(err, &errs) || errs[0].Field != "resources" || !strings.Contains(errs[0].Message, "static CPU manager") {
+		t.Errorf("got %v, want the resize refused for the pod's CPUs of its own", err)
+	}
+	t.Logf("refused: %v", err)
+	r.Stop()
+	v := enginetest.WaitDone(t, r, 2*time.Minute)
+	if l := v.Lanes[0]; l.Pod == nil || l.Pod.ExclusiveCPUs != 1 || len(v.Changes) != 0 {
+		t.Errorf("after the refusal: pod %+v, changes %+v", l.Pod, v.Changes)
+	}
+}
