@@ -18,6 +18,7 @@ DATA=/var/lib/limitlab-d26
 D26_SOCK=$RUN/docker.sock
 PARENT=limitlab-d26
 say() { echo "docker26: $*"; }
+. "$(dirname "$0")/pids.sh"
 
 # fetch: the unpacked tree, once, then cached.
 fetch() {
@@ -66,17 +67,7 @@ T
 }
 
 # stop NAME: TERM, then KILL after 15 s, by the PID it was started with.
-stop() {
-  local f=$RUN/$1.pid p
-  [ -f "$f" ] || return 0
-  p=$(cat "$f")
-  if kill -0 "$p" 2>/dev/null; then
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 75); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$p" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
+stop() { stop_pid "$RUN/$1.pid" 15 >/dev/null; }
 
 down() {
   [ -d "$RUN" ] || { say "not running"; return 0; }
@@ -87,10 +78,8 @@ down() {
   stop dockerd
   # The shims of containers dockerd lost, by their containerd's PID.
   if [ -f "$RUN/containerd.pid" ]; then
-    c=$(cat "$RUN/containerd.pid")
     for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $RUN/containerd.sock" || true); do kill -9 "$p" 2>/dev/null || true; done
     stop containerd
-    [ -n "$c" ] || true
   fi
   for m in $(awk -v r="$RUN" -v d="$DATA" '$2 ~ "^(" r "|" d ")" {print $2}' /proc/mounts | sort -r); do umount "$m" 2>/dev/null || umount -l "$m" || true; done
   for s in /sys/fs/cgroup/*/"$PARENT"; do

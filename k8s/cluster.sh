@@ -21,6 +21,7 @@
 # system, which reserves a whole one, CPU 0, and leaves 1.9 allocatable).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../engines/pids.sh"
 
 # start NAME CMD...: in its own session at nice 19, its PID kept.
 start() {
@@ -31,16 +32,9 @@ start() {
 
 # stop NAME: TERM, then KILL after 10 s, by the PID it was started with.
 stop() {
-  local f=$PIDS/$1.pid p
-  [ -f "$f" ] || return 0
-  p=$(cat "$f")
-  if kill -0 "$p" 2>/dev/null; then
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$p" 2>/dev/null || true
-    say "stopped $1 ($p)"
-  fi
-  rm -f "$f"
+  local p
+  p=$(stop_pid "$PIDS/$1.pid")
+  [ -z "$p" ] || say "stopped $1 ($p)"
 }
 
 fail() {

@@ -37,7 +37,7 @@ fi
 
 # The initramfs is rebuilt whenever vm/init or busybox is newer than it.
 initrd=$kdir/initramfs.cpio.gz
-if [ ! -f "$initrd" ] || [ "$here/init" -nt "$initrd" ] || [ /bin/busybox -nt "$initrd" ]; then
+if [ ! -f "$initrd" ] || [ "$here/init" -nt "$initrd" ] || [ "$here/kernel.sh" -nt "$initrd" ] || [ /bin/busybox -nt "$initrd" ]; then
   dpkg -s busybox-static >/dev/null 2>&1 || { log "needs a static busybox: apt-get install busybox-static"; exit 1; }
   log "building the initramfs for $kver"
   stage=$(mktemp -d)
@@ -50,9 +50,16 @@ if [ ! -f "$initrd" ] || [ "$here/init" -nt "$initrd" ] || [ /bin/busybox -nt "$
     modprobe --show-depends -d "$kdir" -S "$kver" "$m"
   done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' >"$stage/paths"
   : >"$stage/modules.order"
+  # 6.12's modules are xz-compressed, which busybox's insmod hands the
+  # kernel as they are first ("Invalid ELF header magic") before it
+  # decompresses them itself: they go in decompressed.
   while read -r ko; do
-    cp "$ko" "$stage/modules/"
-    basename "$ko" >>"$stage/modules.order"
+    name=$(basename "$ko" .xz)
+    case $ko in
+    *.xz) xz -dc "$ko" >"$stage/modules/$name" ;;
+    *) cp "$ko" "$stage/modules/" ;;
+    esac
+    echo "$name" >>"$stage/modules.order"
   done <"$stage/paths"
   rm "$stage/paths"
   (cd "$stage" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.part"

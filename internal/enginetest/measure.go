@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -130,4 +132,18 @@ func CheckSteps(t testing.TB, v runner.RunView) {
 		}
 		prev = s.DoneAt
 	}
+}
+
+// Samples are a run's samples so far, as its hub keeps them.
+func Samples(t testing.TB, r *runner.Run) []engine.Sample {
+	t.Helper()
+	var out []engine.Sample
+	for _, b := range r.Hub().History() {
+		var msg runner.Message
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, msg.Samples...)
+	}
+	return out
 }

@@ -136,3 +136,50 @@ func TestResizeRefusedForCPUsOfItsOwn(t *testing.T) {
 		t.Errorf("after the refusal: pod %+v, changes %+v", l.Pod, v.Changes)
 	}
 }
+
+// A memory limit resized below what the container uses: kubelet's word on
+// it, and what then became of the lane, are logged as this node's cgroup
+// version treats them. Either kubelet refuses it (the lane keeps its
+// limit, the server puts the spec back, and the refusal gives kubelet's
+// reason) or applies it, and the kernel then reclaims or OOM-kills the
+// container: the test asserts that the page's record and the lane agree
+// with whichever happened.
+func TestAMemoryResizeBelowUsage(t *testing.T) {
+	m, _ := cluster(t)
+	r := submit(t, m, `{"mode": "parallel", "duration": "40s", "lanes": [
+		{"name": "holder", "workload": {"kind": "mem", "mb": 96, "rate_mb_s": 96, "seconds": 20},
+		 "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}}]}`)
+	enginetest.WaitFor(t, time.Minute, "the lane holding its 96 MiB", func() bool {
+		v := r.View()
+		if v.Ended {
+			return true
+		}
+		for _, s := range enginetest.Samples(t, r) {
+			if s.MemMiB > 90 {
+				return true
+			}
+		}
+		return false
+	})
+	if v := r.View(); v.Ended {
+		t.Fatalf("the run ended first: %s: %s", v.State, v.Error)
+	}
+	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{Limits: experiments.PodResourceList{Memory: "64Mi"}}})
+	v := enginetest.WaitDone(t, r, 2*time.Minute)
+	l := v.Lanes[0]
+	var errs experiments.Errors
+	switch {
+	case errors.As(err, &errs):
+		t.Logf("figure: a memory resize 128Mi → 64Mi under 96 MiB in use | refused: %s; the lane then exited %s, OOM killed %v", errs[0].Message, exitText(l.ExitCode), l.OOMKilled)
+		if l.Pod == nil || l.Pod.LimitMemory != 128<<20 || len(v.Changes) != 0 {
+			t.Errorf("after a refused resize the lane's pod is %+v, changes %+v", l.Pod, v.Changes)
+		}
+	case err != nil:
+		t.Fatal(err)
+	default:
+		t.Logf("figure: a memory resize 128Mi → 64Mi under 96 MiB in use | %s (%s); the lane then exited %s, OOM killed %v", rec.Resize.State, rec.Resize.Message, exitText(l.ExitCode), l.OOMKilled)
+		if rec.Resize.State == engine.ResizeDone && !l.OOMKilled && l.Pod.LimitMemory != 64<<20 {
+			t.Errorf("a resize done, yet the lane's pod is %+v", l.Pod)
+		}
+	}
+}

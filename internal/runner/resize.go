@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -79,27 +78,8 @@ func (r *Run) resize(ctx context.Context, rz Resizer, lane int, change experimen
 		Requested: next.Requested(), Command: res.Command, State: res.State, Message: res.Message,
 		Restarts: res.Restarts, Applied: now.Requested(), QoS: now.QoS,
 	}}
-	r.mu.Lock()
-	rd := r.st.lanes[lane].reader
-	r.mu.Unlock()
-	var kernel *engine.KernelView
-	if rd != nil && res.State == engine.ResizeDone {
-		engine.Refresh(rd)
-		kv := engine.ReadKernelView(r.env.Host, rd, applied, &now)
-		kernel = &kv
+	if res.State != engine.ResizeDone {
+		return r.changed(rec, nil, nil), nil
 	}
-	r.mu.Lock()
-	rec.AtSeconds = time.Since(r.st.start).Seconds()
-	l := r.st.lanes[lane]
-	if res.State == engine.ResizeDone {
-		l.applied, l.pod = &applied, &now
-	}
-	if kernel != nil && l.reader == rd {
-		l.kernel = kernel
-	}
-	r.st.changes = append(r.st.changes, rec)
-	r.st.guide.changed(r.st.lanes, lane, applied, rec.AtSeconds)
-	r.mu.Unlock()
-	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
-	return rec, nil
+	return r.changed(rec, &applied, &now), nil
 }

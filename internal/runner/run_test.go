@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"math"
 	"slices"
@@ -256,16 +255,7 @@ func TestEngineStatsFallback(t *testing.T) {
 // samplesOf is every sample batch the run published, in order, flattened.
 func samplesOf(t testing.TB, r *runner.Run) []engine.Sample {
 	t.Helper()
-	hist, _ := r.Hub().Subscribe()
-	var out []engine.Sample
-	for _, b := range hist {
-		var msg runner.Message
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, msg.Samples...)
-	}
-	return out
+	return enginetest.Samples(t, r)
 }
 
 // TestMemLaneGetsADefaultLimit: a mem lane without --memory runs under a

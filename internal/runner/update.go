@@ -105,25 +105,40 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		Lane: lane, Limits: change, Applied: applied, Warnings: upd.Warnings,
 		DockerUpdate: experiments.DockerUpdate(id[:min(12, len(id))], delta),
 	}
+	return r.changed(rec, &applied, nil), nil
+}
+
+// changed records a live change made to a lane: with applied (nil: the
+// lane keeps the limits it had), the lane's limits are those now, its
+// reader reads the new memory limit in its next sample, and its kernel
+// view is read again, for a pod with pod; the guide's step and the
+// prediction follow.
+func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *experiments.Pod) ChangeRecord {
+	lane := rec.Lane
 	r.mu.Lock()
 	rd := r.st.lanes[lane].reader
 	r.mu.Unlock()
 	var kernel *engine.KernelView
-	if rd != nil {
-		engine.Refresh(rd)                                  // the next sample reads the new memory limit
-		kv := engine.ReadKernelView(host, rd, applied, nil) // a live change is a Docker engine's
+	if rd != nil && applied != nil {
+		engine.Refresh(rd)
+		kv := engine.ReadKernelView(r.env.Host, rd, *applied, pod)
 		kernel = &kv
 	}
 	r.mu.Lock()
 	rec.AtSeconds = time.Since(r.st.start).Seconds()
 	l := r.st.lanes[lane]
-	l.applied = &applied
+	if applied != nil {
+		l.applied = applied
+		if pod != nil {
+			l.pod = pod
+		}
+	}
 	if kernel != nil && l.reader == rd {
 		l.kernel = kernel
 	}
 	r.st.changes = append(r.st.changes, rec)
-	r.st.guide.changed(r.st.lanes, lane, applied, rec.AtSeconds)
+	r.st.guide.changed(r.st.lanes, lane, *l.applied, rec.AtSeconds)
 	r.mu.Unlock()
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
-	return rec, nil
+	return rec
 }
