@@ -72,6 +72,11 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 	for _, e := range m.Engines() {
 		t.Logf("engine %s (%s): up %v, %s", e.Name, e.Address, e.Up, e.Error)
 		node := e.Address[strings.LastIndex(e.Address, " ")+1:]
+		// The engines page's row of a kubelet of 1.35 or later on this
+		// cgroup v1 node says that it runs only with failCgroupV1: false.
+		if e.Up && (e.Host == nil || !strings.Contains(e.Host.Description, "failCgroupV1: false")) {
+			t.Errorf("engine %s of node %s: the row says %+v, want failCgroupV1: false named", e.Name, node, e.Host)
+		}
 		if _, fake := fakes[node]; fake == e.Up {
 			t.Errorf("engine %s of node %s: up %v", e.Name, node, e.Up)
 		}

@@ -365,11 +365,7 @@ func FreeBytes(dir string) int64 {
 // node's and its kubelet's.
 func (h HostInfo) platform() string {
 	if h.Kubernetes() {
-		s := "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
-		if n := h.Kube.CgroupNote(h.CgroupVersion); n != "" {
-			s += " (" + n + ")"
-		}
-		return s
+		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
 	}
 	return "Docker " + h.EngineVersion
 }

@@ -71,7 +71,11 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 func (h HostInfo) Kubernetes() bool { return h.Kube != nil }
 
 func (h HostInfo) describeKubernetes() string {
-	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s, %d CPUs", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion, h.NCPU)
+	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion)
+	if n := h.Kube.CgroupNote(h.CgroupVersion); n != "" {
+		d += " (" + n + ")"
+	}
+	d += fmt.Sprintf(", %d CPUs", h.NCPU)
 	if h.Kube.CPUManager != "" {
 		d += ", CPU manager " + string(h.Kube.CPUManager)
 	}
@@ -87,7 +91,7 @@ func (k KubernetesFacts) CgroupNote(cgroup string) string {
 	if cgroup != "1" || kubeletMinor(k.KubeletVersion) < 35 {
 		return ""
 	}
-	return "cgroup v1, which kubelet " + k.KubeletVersion + " runs on only with failCgroupV1: false (KEP-5573)"
+	return "kubelet " + k.KubeletVersion + " runs on cgroup v1 only with failCgroupV1: false (KEP-5573)"
 }
 
 // kubeletMinor is the minor version of a kubelet's "v1.37.2" (0 if it is
