@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -171,4 +172,38 @@ func (l PodResourceList) String() string {
 		s += "memory: " + string(l.Memory)
 	}
 	return s + "}"
+}
+
+// PodContainer is the name of a lane pod's one container.
+const PodContainer = "workload"
+
+// ResizePatch is the strategic merge patch of a lane pod's one container
+// (named container) that asks for to's resources: every request and limit
+// of CPU and memory written out, so that the merge leaves none as it was.
+func ResizePatch(container string, to Pod) []byte {
+	r := to.Requested()
+	list := func(l PodResourceList) map[string]string {
+		m := map[string]string{}
+		if l.CPU != "" {
+			m["cpu"] = string(l.CPU)
+		}
+		if l.Memory != "" {
+			m["memory"] = string(l.Memory)
+		}
+		return m
+	}
+	res := map[string]any{}
+	if l := list(r.Requests); len(l) > 0 {
+		res["requests"] = l
+	}
+	if l := list(r.Limits); len(l) > 0 {
+		res["limits"] = l
+	}
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"containers": []map[string]any{{"name": container, "resources": res}}}})
+	return b
+}
+
+// ResizeCommand is the kubectl command that asks the same resize of pod.
+func ResizeCommand(pod, container string, to Pod) string {
+	return fmt.Sprintf("kubectl patch pod %s --subresource resize --patch '%s'", pod, ResizePatch(container, to))
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // Container is the name of a lane pod's one container.
-const Container = "workload"
+const Container = experiments.PodContainer
 
 // nobody is the workload's user and group, as in the Docker image.
 const nobody = 65534

@@ -2,14 +2,11 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -30,16 +27,13 @@ var resizePolicy = []corev1.ContainerResizePolicy{
 // by experiments.ResolveResize), and waits until kubelet has applied them,
 // deferred them, found them infeasible, or resizeTimeout has passed.
 func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
-	patch, err := resizePatch(to)
-	if err != nil {
-		return engine.Resized{}, err
-	}
-	out := engine.Resized{Command: fmt.Sprintf("kubectl -n %s patch pod %s --subresource resize --patch '%s'", p.c.cfg.Namespace, id, patch)}
+	patch := experiments.ResizePatch(Container, to)
+	out := engine.Resized{Command: experiments.ResizeCommand(id, Container, to)}
 	pods := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace)
 	if _, err := pods.Patch(ctx, id, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "limitlab"}, "resize"); err != nil {
 		return out, err
 	}
-	err = poll(ctx, "pod "+id+" resized", resizeTimeout, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, "pod "+id+" resized", resizeTimeout, func(ctx context.Context) (bool, error) {
 		pod, err := pods.Get(ctx, id, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -56,30 +50,6 @@ func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engin
 		return out, nil
 	}
 	return out, err
-}
-
-// resizePatch is the patch of the pod's one container's resources: every
-// request and limit of CPU and memory written out, so that none is left
-// as it was by the merge.
-func resizePatch(to experiments.Pod) ([]byte, error) {
-	list := func(cpu, mem int64) map[string]string {
-		l := map[string]string{}
-		if cpu > 0 {
-			l["cpu"] = resource.NewMilliQuantity(cpu, resource.DecimalSI).String()
-		}
-		if mem > 0 {
-			l["memory"] = resource.NewQuantity(mem, resource.BinarySI).String()
-		}
-		return l
-	}
-	res := map[string]any{}
-	if r := list(to.RequestMilliCPU, to.RequestMemory); len(r) > 0 {
-		res["requests"] = r
-	}
-	if l := list(to.LimitMilliCPU, to.LimitMemory); len(l) > 0 {
-		res["limits"] = l
-	}
-	return json.Marshal(map[string]any{"spec": map[string]any{"containers": []map[string]any{{"name": Container, "resources": res}}}})
 }
 
 // resizeState is kubelet's word on a resize to want: a pending or in

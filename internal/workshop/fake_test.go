@@ -296,6 +296,10 @@ func TestFakeImportChecks(t *testing.T) {
 		}), "device path"},
 		{"a lane state that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].State = "hacked" }), "hacked"},
 		{"a container id that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].Container = "$(reboot)" }), "container"},
+		{"a resize of a container", mutate(func(e *workshop.Export) {
+			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 0, Limits: experiments.Limits{CPUs: "1"},
+				Resize: &runner.ResizeRecord{State: "Done", QoS: "Burstable", Command: "kubectl delete ns kube-system"}})
+		}), "not a pod"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

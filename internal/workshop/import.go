@@ -190,6 +190,12 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 		if err := c.Applied.Check(); err != nil {
 			return fmt.Errorf("change %d: %w", k, err)
 		}
+		if c.Resize != nil || c.Limits.Resources != nil {
+			if err := cleanResize(c, v.Lanes[c.Lane], engine.ContainerName(v.ID, c.Lane)); err != nil {
+				return fmt.Errorf("change %d: %w", k, err)
+			}
+			continue
+		}
 		delta, errs := experiments.ResolveChange(c.Applied, c.Limits, experiments.Host{DataRootDevice: "/dev/auto"})
 		if errs != nil {
 			return fmt.Errorf("change %d: %w", k, errs)
@@ -363,4 +369,48 @@ func finite(xs ...float64) bool {
 		}
 	}
 	return true
+}
+
+// cleanResize checks a pod lane's resize as a file records it: on a pod
+// lane, asked in Kubernetes' words or Docker flags a resize takes, with
+// quantities that parse, a state kubelet reports and a QoS class; the
+// kubectl command shown is made anew from what was asked, for the pod the
+// server names pod.
+func cleanResize(c *runner.ChangeRecord, l runner.LaneResult, pod string) error {
+	rz := c.Resize
+	if rz == nil || l.Pod == nil {
+		return errors.New("a resize of a lane that is not a pod, or one without its record")
+	}
+	if c.Limits.Resources == nil && c.Limits.CPUs == "" && c.Limits.CPUShares == "" && c.Limits.Memory == "" {
+		return errors.New("a resize that asked for nothing")
+	}
+	if r := c.Limits.Resources; r != nil {
+		if _, errs := experiments.ResolvePod(*r, experiments.Host{}); errs != nil {
+			return errs
+		}
+	}
+	asked, errs := experiments.ResolvePod(rz.Requested, experiments.Host{})
+	if errs != nil {
+		return errs
+	}
+	if _, errs := experiments.ResolvePod(rz.Applied, experiments.Host{}); errs != nil {
+		return errs
+	}
+	switch rz.State {
+	case engine.ResizeDone, engine.ResizeInProgress, engine.ResizeDeferred:
+	default:
+		return fmt.Errorf("a resize in state %q, which a recorded change cannot be", rz.State)
+	}
+	switch rz.QoS {
+	case experiments.QoSGuaranteed, experiments.QoSBurstable, experiments.QoSBestEffort:
+	default:
+		return fmt.Errorf("a QoS class %q", rz.QoS)
+	}
+	if rz.Restarts < 0 {
+		return fmt.Errorf("%d restarts", rz.Restarts)
+	}
+	rz.Message = clip(rz.Message, maxImportText)
+	rz.Command = experiments.ResizeCommand(pod, experiments.PodContainer, asked)
+	c.DockerUpdate, c.Warnings = "", clipAll(c.Warnings)
+	return nil
 }
