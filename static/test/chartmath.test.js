@@ -35,9 +35,9 @@ test("a lane's spread counts only the values in range", () => {
 test("every chart reads a field the server sends, converting nothing", () => {
   const sample = { cpu: 0.5, mem_mib: 12, read_mib_s: 1, write_mib_s: 2, io_requests_s: 30, work_iops: 4, pids: 3,
     throttled_ms_s: 60, throttled_pct: 40, cpu_pressure_ms_s: 5, memory_pressure_ms_s: 6, io_pressure_ms_s: 7,
-    throughput: 8, latency_ms: { p99: 9 } };
+    throughput: 8, latency_ms: { p99: 9 }, gomaxprocs: 2 };
   const want = { cpu: 0.5, mem: 12, "io-read": 1, "io-write": 2, iops: 30, "work-iops": 4, pids: 3, throttled: 60,
-    "throttled-periods": 40, pressure: 5, "memory-pressure": 6, "io-pressure": 7, throughput: 8, latency: 9 };
+    "throttled-periods": 40, pressure: 5, "memory-pressure": 6, "io-pressure": 7, throughput: 8, latency: 9, gomaxprocs: 2 };
   for (const m of metrics) assert.equal(m.get(sample), want[m.key], m.key);
   const lane = { chart_limits: { cpu: 0.5, mem_mib: 64, read_mib_s: 0, write_mib_s: 20, io_requests_s: 0, pids: 0 } };
   assert.equal(metrics.find((m) => m.key === "cpu").limit(lane), 0.5);
@@ -49,10 +49,10 @@ test("charts a run cannot fill are not drawn", () => {
   const run = { lanes: [{ load: false, disk: false }], missing_signals: [{ signal: "cpu_pressure" }] };
   const keys = shownMetrics(run).map((m) => m.key);
   assert.ok(keys.includes("cpu"));
-  assert.ok(!keys.includes("pressure") && !keys.includes("latency") && !keys.includes("work-iops"));
-  run.lanes.push({ load: true, disk: true });
+  assert.ok(!keys.includes("pressure") && !keys.includes("latency") && !keys.includes("work-iops") && !keys.includes("gomaxprocs"));
+  run.lanes.push({ load: true, disk: true, service: true });
   const more = shownMetrics(run).map((m) => m.key);
-  assert.ok(more.includes("latency") && more.includes("work-iops"));
+  assert.ok(more.includes("latency") && more.includes("work-iops") && more.includes("gomaxprocs"));
 });
 
 test("a tooltip gives each lane with a value, its limit and its expectation", () => {
@@ -69,7 +69,7 @@ test("a run draws the charts of its verdict's signal first", () => {
   assert.deepEqual(throttling.slice(0, 3), ["throttled", "throttled-periods", "cpu"]);
   assert.deepEqual(keys({ lanes, verdict_metric: "cpu" }).slice(0, 2), ["cpu", "throttled"]);
   // Without a verdict, the catalogue's order; the same charts either way.
-  assert.deepEqual(keys({ lanes }), metrics.filter((m) => !m.load && !m.disk).map((m) => m.key));
+  assert.deepEqual(keys({ lanes }), metrics.filter((m) => !m.load && !m.disk && !m.service).map((m) => m.key));
   assert.deepEqual([...throttling].sort(), [...keys({ lanes })].sort());
 });
 
