@@ -107,6 +107,7 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 			return 0, false
 		}
 	}
+	readAt := time.Now()
 	first, ferr := rd.Read()
 	var kernel *engine.KernelView
 	if applied != nil {
@@ -120,6 +121,7 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	}
 	x.setLane(i, func(l *laneState) {
 		l.reader, l.every, l.source, l.kernel, l.progress, l.pid = rd, every, source, kernel, progress, pid
+		l.lastAsk = readAt
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
 		}

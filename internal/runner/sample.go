@@ -38,7 +38,7 @@ func (x *execution) sampleOnce(now time.Time) {
 	r.mu.Lock()
 	start := r.st.start
 	for i, l := range r.st.lanes {
-		if l.reader != nil && now.Sub(l.lastRead) >= l.every-r.interval/2 {
+		if l.reader != nil && now.Sub(l.lastAsk) >= l.every-r.interval/2 {
 			jobs = append(jobs, sampleJob{i: i, rd: l.reader, progress: l.progress, pid: l.pid})
 		}
 	}
@@ -56,8 +56,12 @@ func (x *execution) sampleOnce(now time.Time) {
 	for k := range jobs {
 		j := &jobs[k]
 		l := r.st.lanes[j.i]
-		if j.err != nil || l.reader != j.rd {
+		if l.reader != j.rd {
 			continue // the lane ended meanwhile
+		}
+		l.lastAsk = j.asked
+		if j.err != nil {
+			continue
 		}
 		if j.fresh {
 			l.progressed(j.report)
@@ -95,6 +99,7 @@ type sampleJob struct {
 	progress *engine.ProgressReader
 	pid      int
 
+	asked  time.Time // as the reader was called
 	c      engine.Counters
 	err    error
 	report wire.Progress
@@ -114,6 +119,7 @@ func readJobs(jobs []sampleJob, now time.Time, load *hostLoad) {
 	var reads sync.WaitGroup
 	for k := range jobs {
 		j := &jobs[k]
+		j.asked = time.Now()
 		if _, slow := j.rd.(*engine.EngineReader); !slow {
 			j.c, j.err = j.rd.Read()
 			continue

@@ -113,11 +113,14 @@ type laneState struct {
 	predictedWall  *float64
 	phases         []Phase
 
-	// The sampler's: the reader, how often it may be read, the last
-	// reading, and every sample's CPU for the model.
+	// The sampler's: the reader, how often it may be read, when it was
+	// last asked (by this host's clock: the engine's own timestamps lag by
+	// however long it took to answer), the last reading, and every
+	// sample's CPU for the model.
 	reader   engine.Reader
 	progress *engine.ProgressReader // the workload's progress file, where the server reads it
 	every    time.Duration
+	lastAsk  time.Time
 	lastRead time.Time
 	prev     engine.Counters
 	hasPrev  bool
