@@ -15,6 +15,10 @@ import "time"
 //     time, has moved. The kernel charges a bio's bytes and its count
 //     together (blk-throttle's throtl_charge_bio), so bytes cannot move
 //     while the count stays.
+//   - v1's cpuacct.stat, the split of CPU time into user and system: once
+//     every slowEvery. Nothing charts it; a lane's totals split its exact
+//     CPU time (cpuacct.usage, read every time) by its last ratio
+//     (Counters.CPUSplit).
 //
 // A sampler at 50 ms keeps what matters exact: CPU, throttling, usage, IO
 // counts and pids are read every time.
@@ -34,6 +38,9 @@ type slowFiles struct {
 	ioAt          time.Time
 	ioOps         uint64 // reads + writes when the bytes were last read
 	readB, writeB uint64
+
+	splitAt       time.Time
+	userNs, sysNs uint64
 }
 
 // Refresh makes the next reading take every file, as after a live change
@@ -90,4 +97,16 @@ func (s *slowFiles) ioBytes(now time.Time, ops uint64, read func() (r, w uint64,
 		}
 	}
 	return s.readB, s.writeB
+}
+
+// cpuSplit returns the CPU time in user and system mode, re-read when due
+// or while it has no ratio yet (the kernel counts it in clock ticks, and a
+// container read as it starts may have none).
+func (s *slowFiles) cpuSplit(now time.Time, read func() (user, sys uint64, ok bool)) (uint64, uint64) {
+	if due(s.splitAt, now) || s.userNs+s.sysNs == 0 {
+		if u, sy, ok := read(); ok {
+			s.userNs, s.sysNs, s.splitAt = u, sy, now
+		}
+	}
+	return s.userNs, s.sysNs
 }

@@ -88,6 +88,25 @@ func TestSlowFilesV1(t *testing.T) {
 	if c := read(t, r); c.ReadBytes != 65536 || c.ReadOps != 5 {
 		t.Errorf("after the count moved: read %d bytes in %d ops, want 65536 in 5", c.ReadBytes, c.ReadOps)
 	}
+
+	// The user and system split: once a second; a lane's totals split the
+	// exact CPU time by its last ratio.
+	cpuacct := filepath.Join(root, "cpuacct/docker/abc123")
+	before := read(t, r)
+	write(t, filepath.Join(cpuacct, "cpuacct.stat"), "user 300\nsystem 100\n")
+	write(t, filepath.Join(cpuacct, "cpuacct.usage"), "5000000000")
+	c := read(t, r)
+	if c.UserNs != before.UserNs || c.SysNs != before.SysNs || c.CPUNs != 5e9 {
+		t.Errorf("split re-read within the second, or the total not: %+v", c)
+	}
+	r.slow.splitAt = r.slow.splitAt.Add(-slowEvery)
+	c = read(t, r)
+	if c.UserNs != 3e9 || c.SysNs != 1e9 {
+		t.Errorf("a second on: user %d sys %d, want 3e9 and 1e9", c.UserNs, c.SysNs)
+	}
+	if u, sy := c.CPUSplit(); u != 3.75 || sy != 1.25 {
+		t.Errorf("totals %.2f user, %.2f system: want 5 s split 3:1", u, sy)
+	}
 }
 
 func TestSlowFilesV2(t *testing.T) {

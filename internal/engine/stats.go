@@ -37,6 +37,19 @@ type Counters struct {
 	HasRunDelay bool
 }
 
+// CPUSplit is c's CPU time in user and system mode, in seconds: its
+// exact total, split by the ratio of the user and system counters, which
+// a reader may have read up to a second before (v1's cpuacct.stat, in
+// clock ticks besides).
+func (c Counters) CPUSplit() (user, sys float64) {
+	u, s := float64(c.UserNs), float64(c.SysNs)
+	if c.CPUNs == 0 || u+s == 0 {
+		return u / 1e9, s / 1e9
+	}
+	total := float64(c.CPUNs) / 1e9
+	return total * u / (u + s), total * s / (u + s)
+}
+
 // Fell says whether any of c's cumulative counters is below prev's.
 func (c Counters) Fell(prev Counters) bool {
 	return c.CPUNs < prev.CPUNs || c.Periods < prev.Periods || c.ThrottledPeriods < prev.ThrottledPeriods || c.ThrottledNs < prev.ThrottledNs ||

@@ -170,7 +170,7 @@ func (x *execution) endLane(i int, exit engine.Exit, e laneEnd) {
 		l.wall = f.Sub(s).Seconds()
 	}
 	l.totals = l.prev
-	l.user, l.sys = float64(l.prev.UserNs)/1e9, float64(l.prev.SysNs)/1e9
+	l.user, l.sys = l.prev.CPUSplit()
 	l.completed = l.summary != nil && l.exitCode != nil && *l.exitCode == 0 && !timedOut && !stopped
 	if foreign {
 		// A facilitator's service prints no summary: it completed if it
