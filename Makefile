@@ -69,15 +69,17 @@ test: assets reap-test-engines test-race test-js
 test-docker26: assets
 	engines/test-docker26.sh
 
-# The suite's Kubernetes part on a real single-node cluster of its own
-# (k8s/): Kubernetes built from the Go module proxy (cached under
+# The suite's Kubernetes part on a real cluster of its own (k8s/): this
+# machine's node (cgroup v1), then the cgroup v2 VM joined as a second
+# node; Kubernetes built from the Go module proxy (cached under
 # ~/.cache/limitlab-k8s; minutes the first time), Debian's etcd and
 # containerd unpacked, no image pulled, this machine's sysctls untouched.
 test-k8s: assets
 	k8s/run.sh
 
 # The test cluster and the dashboard on it, for trying the Kubernetes labs
-# in a browser (ADDR, DATA); Ctrl-C stops everything by PID.
+# in a browser (ADDR, DATA; NODES=2 adds the cgroup v2 VM as a second
+# node); Ctrl-C stops everything by PID.
 k8s-demo: assets
 	k8s/demo.sh
 

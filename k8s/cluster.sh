@@ -21,21 +21,7 @@
 # system, which reserves a whole one, CPU 0, and leaves 1.9 allocatable).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
-. "$(dirname "$0")/../engines/pids.sh"
-
-# start NAME CMD...: in its own session at nice 19, its PID kept.
-start() {
-  local n=$1; shift
-  setsid nice -n 19 "$@" >"$LOGS/$n.log" 2>&1 </dev/null &
-  echo $! >"$PIDS/$n.pid"
-}
-
-# stop NAME: TERM, then KILL after 10 s, by the PID it was started with.
-stop() {
-  local p
-  p=$(stop_pid "$PIDS/$1.pid")
-  [ -z "$p" ] || say "stopped $1 ($p)"
-}
+. "$(dirname "$0")/node.sh"
 
 fail() {
   echo "k8s: $1" >&2
@@ -50,7 +36,8 @@ pki() {
     cd "$p"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=limitlab-test-ca 2>/dev/null
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,IP:10.97.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >apiserver.ext
+    # $VMNET_HOST: the VM's node reaches the API server there (vmnode.sh).
+    printf 'subjectAltName=IP:127.0.0.1,IP:10.97.0.1,IP:%s,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' "$VMNET_HOST" >apiserver.ext
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 2 -extfile apiserver.ext 2>/dev/null
     # The API server's client certificate for kubelet (pod logs): kubelet
     # takes no anonymous request.
@@ -81,6 +68,7 @@ KC
     done <<U
 admin system:masters admin
 system:node:$NODE system:nodes kubelet
+system:node:$NODE2 system:nodes kubelet2
 system:kube-controller-manager - controller-manager
 system:kube-scheduler - scheduler
 U
@@ -91,78 +79,12 @@ U
 config() {
   local c=$KDATA/conf
   mkdir -p "$c" "$KDATA/containerd" "$KDATA/cni/net.d" "$KDATA/cni/ipam" "$KDATA/var-lib" "$KDATA/var-log" "$KDATA/run-containerd" "$KDATA/sysctl"
-  cat >"$c/containerd.toml" <<T
-version = 2
-root = "$KDATA/containerd/root"
-state = "$(dirname "$SOCK")"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$SOCK.ttrpc"
-[debug]
-  address = "$(dirname "$SOCK")/debug.sock"
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$KDATA/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/limitlab/pause:1"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_selinux = false
-  netns_mounts_under_state_dir = true
-  tolerate_missing_hugetlb_controller = true
-  # This machine's bounding set lacks CAP_SYS_RESOURCE: a negative
-  # oom_score_adj is refused, and runc fails without saying why.
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        BinaryName = "$DEBS/usr/sbin/runc"
-        Root = "$(dirname "$SOCK")/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$DEBS/usr/lib/cni"
-    conf_dir = "$KDATA/cni/net.d"
-    max_conf_num = 1
-T
-  cat >"$KDATA/cni/net.d/10-limitlab.conflist" <<T
-{"cniVersion": "0.4.0", "name": "limitlab-test", "plugins": [
-  {"type": "bridge", "bridge": "llk8s0", "isGateway": true, "ipMasq": false, "hairpinMode": false,
-   "ipam": {"type": "host-local", "dataDir": "$KDATA/cni/ipam", "ranges": [[{"subnet": "10.245.0.0/24"}]],
-     "routes": [{"dst": "10.246.0.0/30"}]}}]}
-T
-  local extra=""
-  if [ "${CPU_POLICY:-none}" = static ]; then extra=$'cpuManagerPolicy: static\nkubeReserved: {cpu: "100m"}'; fi
-  # kubelet serves on the node's own address (the API server reaches it
-  # there for pod logs), authenticated, never anonymously.
-  cat >"$c/kubelet.yaml" <<T
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $(node_ip)
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-containerRuntimeEndpoint: unix://$SOCK
-cgroupDriver: cgroupfs
-cgroupsPerQOS: true
-enforceNodeAllocatable: ["pods"]
-failCgroupV1: false
-failSwapOn: true
-makeIPTablesUtilChains: false
-protectKernelDefaults: true
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: "$KDATA/pki/ca.crt"}
-authorization: {mode: Webhook}
-clusterDomain: cluster.local
-registerNode: true
-$extra
-T
+  containerd_toml "$KDATA/containerd/root" "$(dirname "$SOCK")" "$SOCK" "$DEBS" "$KDATA/cni/net.d" >"$c/containerd.toml"
+  cni_conflist "$KDATA/cni/ipam" 10.245.0.0/24 10.246.0.0/30 >"$KDATA/cni/net.d/10-limitlab.conflist"
+  # cgroup v1: kubelet 1.35 and later refuse it unless told.
+  local extra="failCgroupV1: false"
+  if [ "${CPU_POLICY:-none}" = static ]; then extra=$'failCgroupV1: false\ncpuManagerPolicy: static\nkubeReserved: {cpu: "100m"}'; fi
+  kubelet_yaml "$(node_ip)" "$SOCK" "$KDATA/pki/ca.crt" "$extra" >"$c/kubelet.yaml"
   # The values kubelet wants, seen only inside its mount namespace.
   echo 1 >"$KDATA/sysctl/overcommit_memory"
   echo 10 >"$KDATA/sysctl/panic"
@@ -172,10 +94,6 @@ T
 # The node's address: given explicitly, since looking the name up would
 # ask a resolver.
 node_ip() { hostname -I | awk '{print $1}'; }
-
-node_ready() {
-  kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
-}
 
 up() {
   [ -x "$KBIN/kubelet" ] || fail "no Kubernetes binaries in $KBIN: run k8s/build.sh"
@@ -210,6 +128,10 @@ up() {
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
   until_ok 120 kubectl -n default get serviceaccount default || fail "no default service account in 120 s"
 
+  # /run/containerd is covered in the namespace; on a machine whose own
+  # containerd never made it, its empty mount point is made here and
+  # removed by down.
+  [ -d /run/containerd ] || { mkdir /run/containerd && touch "$KDATA/made-run-containerd"; }
   start mntns unshare --mount --net --propagation private -- /bin/bash -c "
     ip link set lo up &&
     mount --bind $KDATA/sysctl/overcommit_memory /proc/sys/vm/overcommit_memory &&
@@ -236,11 +158,12 @@ up() {
   local ip; ip=$(node_ip)
   start kubelet $ns kubelet --config="$KDATA/conf/kubelet.yaml" --kubeconfig="$p/kubelet.kubeconfig" \
     --hostname-override="$NODE" --node-ip="$ip"
-  until_ok 180 node_ready || fail "node $NODE was not Ready in 180 s"
+  until_ok 180 node_ready "$NODE" || fail "node $NODE was not Ready in 180 s"
   say "cluster up in $(echo "$(date +%s.%N) - $t0" | bc) s: node $NODE Ready, KUBECONFIG=$KUBECONFIG"
 }
 
 down() {
+  bash "$(dirname "$0")/vmnode.sh" down || true
   [ -d "$PIDS" ] || { say "no test cluster"; return 0; }
   kubectl delete pods --all-namespaces --all --wait=true --timeout=30s >/dev/null 2>&1 || true
   stop kubelet
@@ -271,6 +194,7 @@ down() {
   ip link show llk8s-h >/dev/null 2>&1 && ip link del llk8s-h
   # Mounts of the CRI's network namespaces and rootfs lived in the private
   # namespace, which is gone; their directories are removed with it.
+  [ -f "$KDATA/made-run-containerd" ] && rmdir /run/containerd 2>/dev/null
   rm -rf "$(dirname "$SOCK")" "$KDATA"
   say "cluster stopped"
 }

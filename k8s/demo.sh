@@ -4,7 +4,10 @@
 # account (deploy/kubernetes/rbac.yaml) and reads the node's cgroup files
 # here. Ctrl-C stops the server and then the cluster, each by its PID, and
 # removes the kubepods cgroups kubelet made. ADDR sets where the dashboard
-# listens (127.0.0.1:8080); DATA, its run store (data-k8s-demo).
+# listens (127.0.0.1:8080); DATA, its run store (data-k8s-demo). NODES=2
+# joins the cgroup v2 VM as a second node (vmnode.sh, about a minute
+# more): each node is then an engine of the dashboard's pool, the VM's
+# read through its sampler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . k8s/env.sh
@@ -28,10 +31,17 @@ finish() {
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
-bin/limitlab image -o "$IMAGES" -pause >/dev/null
+image=$(bin/limitlab image -o "$IMAGES" -pause | sed -n 1p)
 IMAGES=$IMAGES bash k8s/cluster.sh up
 account "$KDATA/pki/limitlab.kubeconfig" 12h
-say "the dashboard on Kubernetes $K8S_VERSION, node $NODE: http://${ADDR:-127.0.0.1:8080} (Ctrl-C stops everything)"
+nodes=$NODE
+if [ "${NODES:-1}" = 2 ]; then
+  sampler "$image"
+  IMAGES=$IMAGES bash k8s/vmnode.sh up
+  kubectl -n limitlab-sampler rollout status daemonset/limitlab-sampler --timeout=300s >/dev/null
+  nodes="$NODE (cgroup v1) and $NODE2 (cgroup v2, in the VM)"
+fi
+say "the dashboard on Kubernetes $K8S_VERSION, nodes $nodes: http://${ADDR:-127.0.0.1:8080} (Ctrl-C stops everything)"
 bin/limitlab -kubeconfig "$KDATA/pki/limitlab.kubeconfig" -namespace limitlab \
   -addr "${ADDR:-127.0.0.1:8080}" -data "${DATA:-data-k8s-demo}" &
 server=$!

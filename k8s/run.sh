@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# make test-k8s: the suite's Kubernetes part on a real single-node cluster
-# started here (cluster.sh), always stopped on the way out: once with
-# kubelet's default CPU manager, then again with the static one for the
-# lab that needs it. It fails loudly if a cluster does not come up, if a
-# test fails, or if anything is left: a process, a kubepods cgroup, or a
+# make test-k8s: the suite's Kubernetes part on a real cluster started here
+# (cluster.sh), always stopped on the way out: once with kubelet's default
+# CPU manager, on this machine's node (cgroup v1) and then with the cgroup
+# v2 VM joined as a second node (vmnode.sh), then again on one node with
+# the static CPU manager for the lab that needs it. It fails loudly if a
+# cluster or the VM's node does not come up, if a test fails, or if
+# anything is left: a process, a kubepods cgroup, the VM's link, or a
 # changed sysctl of this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,9 @@ finish() {
   if ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null | grep -q .; then
     echo "k8s: FAIL: kubepods cgroups left" >&2; rc=1
   fi
+  if ip link show llvm-h >/dev/null 2>&1 || [ -e "$VMDIR" ] || pgrep -f 'limitlab[.]guest=k8snode' >/dev/null; then
+    echo "k8s: FAIL: the VM node's qemu, link or folder left" >&2; rc=1
+  fi
   exit $rc
 }
 trap finish EXIT
@@ -43,33 +48,43 @@ up() {
   export LIMITLAB_ADMIN_KUBECONFIG=$KUBECONFIG
 }
 
+# The two-node round: the cgroup v2 VM joins the cluster as its second
+# node (vmnode.sh), the sampler rolls out there, and the Kubernetes labs,
+# a pod's v2 files and PSI, a resize and a memory decrease below usage run
+# on it; then the pool places runs on both nodes. The VM's CPUs are
+# emulated: its CPU verdicts are judged and logged, not required to hold
+# (enginetest.CheckVerdict).
+two_nodes() {
+  IMAGES=$IMAGES bash k8s/vmnode.sh up
+  kubectl -n limitlab-sampler rollout status daemonset/limitlab-sampler --timeout=300s >/dev/null || { echo "k8s: FAIL: the sampler did not roll out to $NODE2" >&2; exit 1; }
+  LIMITLAB_K8S_NODE=$NODE2 LIMITLAB_TEST_EMULATED_CPU=1 go test -tags k8s -count=1 -timeout 40m -v \
+    -run "${K8S_V2_RUN:-^(TestAPodOnTheV2Node|TestQoSContentionLab|TestOOMLab|TestGOMAXPROCSLab|TestResizeInPlaceLab|TestAMemoryResizeBelowUsage)$}" ./internal/kube/
+  go test -tags k8s -count=1 -timeout 10m -v -run '^TestTwoRealNodesShareThePool$' ./cmd/server
+  bash k8s/vmnode.sh down
+}
+
 # K8S_ONLY=static runs the second cluster's test alone, K8S_ONLY=first the
-# first cluster's; K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first.
+# first cluster's, K8S_ONLY=two-nodes the two-node round alone;
+# K8S_TEST_ARGS and K8S_PAGES_RUN narrow the first, K8S_V2_RUN the tests on
+# the VM's node.
+if [ "${K8S_ONLY:-}" = two-nodes ]; then
+  up
+  sampler "$WORKLOAD_IMAGE"
+  two_nodes
+  exit 0
+fi
 if [ "${K8S_ONLY:-}" != static ]; then
   up
-  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS|TestAPodOnTheV2Node)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
   # One package at a time: each takes the one node.
   go test -tags k8s -count=1 -p 1 -timeout 10m -v -run "${K8S_PAGES_RUN:-^TestKubernetes}" ./web ./cmd/server
-  # The sampler beside the node, deployed as deploy/kubernetes/sampler.yaml
-  # says, over TLS with a CA of the test's own, for the tests that read a
-  # run through it and knock on it in clear.
-  certs=$(mktemp -d)
-  (
-    cd "$certs"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=limitlab-sampler-ca 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout tls.key -out tls.csr -subj /CN=limitlab-sampler 2>/dev/null
-    printf 'subjectAltName=DNS:limitlab-sampler\n' >san.ext
-    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 1 -extfile san.ext 2>/dev/null
-  )
-  kubectl -n limitlab-sampler create secret generic limitlab-sampler --from-literal=token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
-    --from-file="$certs/tls.crt" --from-file="$certs/tls.key" --from-file="$certs/ca.crt" >/dev/null
-  rm -rf "$certs"
-  kubectl apply -f deploy/kubernetes/sampler.yaml >/dev/null
-  kubectl -n limitlab-sampler set image daemonset/limitlab-sampler sampler="$WORKLOAD_IMAGE" >/dev/null
-  kubectl -n limitlab-sampler rollout status daemonset/limitlab-sampler --timeout=60s >/dev/null || { echo "k8s: FAIL: the sampler DaemonSet did not roll out" >&2; exit 1; }
+  # The sampler, for the tests that read a run through it and knock on it
+  # in clear.
+  sampler "$WORKLOAD_IMAGE"
   go test -tags k8s -count=1 -timeout 10m -v -run '^(TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS)$' ./internal/kube/
+  [ "${K8S_ONLY:-}" = first ] || two_nodes
   bash k8s/cluster.sh down
 fi
 

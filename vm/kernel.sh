@@ -46,7 +46,9 @@ if [ ! -f "$initrd" ] || [ "$here/init" -nt "$initrd" ] || [ "$here/kernel.sh" -
   cp "$here/init" "$stage/init"
   chmod +x "$stage/init"
   # Each module once, in the order modprobe would load them.
-  for m in virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4 bfq; do
+  # virtio_net, bridge and veth: the VM as a Kubernetes node (k8s/vmnode.sh),
+  # its pods on a CNI bridge.
+  for m in virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4 bfq virtio_net bridge veth; do
     modprobe --show-depends -d "$kdir" -S "$kver" "$m"
   done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' >"$stage/paths"
   : >"$stage/modules.order"

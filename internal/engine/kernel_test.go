@@ -83,7 +83,7 @@ func TestKernelFilesReadBack(t *testing.T) {
 		for _, r := range readings {
 			t.Logf("lane %s: %s %s → %s: want %q, read %q (present %v)", l.Name, r.Flag, r.Value, r.File, r.Want, r.Got, r.Present)
 		}
-		unheld := unheld(readings)
+		unheld := enginetest.Unheld(readings)
 		if l.Name == "unsupported weight" {
 			// The engine either discarded it (inspect shows none) or
 			// the kernel does not hold it.
@@ -113,32 +113,6 @@ func TestKernelFilesReadBack(t *testing.T) {
 			}
 		}
 	}
-}
-
-// unheld names the flags whose files do not show what they should: a flag
-// holds when each of its files does, or, for a flag that writes one of
-// several files (Either), when any of them does.
-func unheld(rs []engine.KernelReading) []string {
-	var order []string
-	held := map[string]bool{}
-	for _, r := range rs {
-		if _, seen := held[r.Flag]; !seen {
-			order = append(order, r.Flag)
-			held[r.Flag] = !r.Either
-		}
-		if r.Either {
-			held[r.Flag] = held[r.Flag] || r.Holds
-		} else {
-			held[r.Flag] = held[r.Flag] && r.Holds
-		}
-	}
-	var out []string
-	for _, f := range order {
-		if !held[f] {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func TestTheCgroupNoteNamesFailCgroupV1(t *testing.T) {

@@ -147,3 +147,29 @@ func Samples(t testing.TB, r *runner.Run) []engine.Sample {
 	}
 	return out
 }
+
+// Unheld names the flags whose files do not show what they should: a flag
+// holds when each of its files does, or, for a flag that writes one of
+// several files (Either), when any of them does.
+func Unheld(rs []engine.KernelReading) []string {
+	var order []string
+	held := map[string]bool{}
+	for _, r := range rs {
+		if _, seen := held[r.Flag]; !seen {
+			order = append(order, r.Flag)
+			held[r.Flag] = !r.Either
+		}
+		if r.Either {
+			held[r.Flag] = held[r.Flag] || r.Holds
+		} else {
+			held[r.Flag] = held[r.Flag] && r.Holds
+		}
+	}
+	var out []string
+	for _, f := range order {
+		if !held[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}

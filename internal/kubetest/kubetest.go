@@ -2,6 +2,8 @@
 // cluster that make test-k8s starts (k8s/run.sh), named by
 // LIMITLAB_KUBECONFIG, with the binary whose image it imported in
 // LIMITLAB_WORKLOAD_BIN. Without them a test fails: it never skips.
+// LIMITLAB_K8S_NODE pins the engine to one node (the cgroup v2 VM's, in
+// run.sh's two-node round); by default it takes the first Ready one.
 package kubetest
 
 import (
@@ -55,7 +57,7 @@ func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cl.Engine("")
+	e := cl.Engine(Node())
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +80,10 @@ func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) 
 	})
 	return m, cs
 }
+
+// Node is the node the tests' runs take: LIMITLAB_K8S_NODE, or "" for
+// the first Ready one.
+func Node() string { return os.Getenv("LIMITLAB_K8S_NODE") }
 
 // Admin is a client of the test cluster as its administrator
 // (LIMITLAB_ADMIN_KUBECONFIG), for a test that plays another party than

@@ -154,7 +154,9 @@ func (s *Server) answer(ctx context.Context, c *websocket.Conn, cg *engine.Cgrou
 				rep.Counters = &w
 			}
 		case opFile:
-			if !fileName.MatchString(req.Name) || len(req.Name) > 64 || !controllers[req.Controller] {
+			// No controller names v2's one directory, as the kernel view
+			// asks there.
+			if !fileName.MatchString(req.Name) || len(req.Name) > 64 || !(req.Controller == "" || controllers[req.Controller]) {
 				rep.Error = fmt.Sprintf("file: %.16q of %.16q is not a cgroup file", req.Name, req.Controller)
 				break
 			}
