@@ -12,7 +12,6 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -36,25 +35,10 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 	cs := fakeNodes(t, admin, fakes)
 	ctx := context.Background()
 
-	img, err := engine.OCIImageRef(bin)
-	if err != nil {
-		t.Fatal(err)
+	m, nodes := nodesPool(t, kc, bin, "nodes-test")
+	if len(nodes) != 3 {
+		t.Fatalf("nodes %v; want the real one and the two fakes", nodes)
 	}
-	cl, err := kube.Connect(kube.Config{Kubeconfig: kc, Namespace: "limitlab", Instance: "nodes-test", CgroupRoot: "/sys/fs/cgroup", Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := cl.Nodes(ctx)
-	if err != nil || len(nodes) != 3 {
-		t.Fatalf("nodes %v, %v; want the real one and the two fakes", nodes, err)
-	}
-	pool := clusterEngines("k8s", cl, nodes, func(e *kube.Engine, _ string) func(context.Context) (engine.HostInfo, string, error) {
-		return func(ctx context.Context) (engine.HostInfo, string, error) {
-			h, err := e.Probe(ctx)
-			return h, img, err
-		}
-	})
-	m := enginetest.Managed(t, nil, workshop.Options{Instance: "nodes-test", Log: slog.Default(), Quotas: &workshop.Quotas{}, Pool: pool})
 	var real string
 	enginetest.WaitFor(t, time.Minute, "the real node's engine to be up and the fakes' to say why not", func() bool {
 		real = ""
@@ -88,22 +72,7 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 		}
 	}
 
-	spec, errs := experiments.Parse([]byte(`{"mode": "parallel", "duration": "20s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 2}, "resources": {"limits": {"cpu": "500m", "memory": "32Mi"}}}]}`))
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	var runs []*runner.Run
-	for range 2 {
-		p, errs := m.Validate(spec)
-		if errs != nil {
-			t.Fatal(errs)
-		}
-		r, err := m.Submit(spec, p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
+	runs := submitTwice(t, m, `{"mode": "parallel", "duration": "20s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 2}, "resources": {"limits": {"cpu": "500m", "memory": "32Mi"}}}]}`)
 	admin1 := cs.CoreV1().Nodes()
 	enginetest.WaitFor(t, time.Minute, "the first run to hold the real node", func() bool {
 		n, err := admin1.Get(ctx, realNode(nodes, fakes), metav1.GetOptions{})
@@ -119,6 +88,38 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 	if err != nil || n.Labels[engine.LabelRun] != "" || len(n.Spec.Taints) != 0 {
 		t.Errorf("the real node after the runs: %v, labels %v, taints %v", err, n.Labels, n.Spec.Taints)
 	}
+}
+
+// nodesPool connects to the test cluster as kubeconfig kc says and makes
+// each of its nodes an engine of a workshop's pool, as the server does,
+// with the workload image of bin; it returns the workshop and the nodes.
+func nodesPool(t *testing.T, kc, bin, instance string) (*workshop.Manager, []string) {
+	t.Helper()
+	img, err := engine.OCIImageRef(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kube.Connect(kube.Config{Kubeconfig: kc, Namespace: "limitlab", Instance: instance, CgroupRoot: "/sys/fs/cgroup", Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cl.Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := clusterEngines("k8s", cl, nodes, func(e *kube.Engine, _ string) func(context.Context) (engine.HostInfo, string, error) {
+		return func(ctx context.Context) (engine.HostInfo, string, error) {
+			h, err := e.Probe(ctx)
+			return h, img, err
+		}
+	})
+	return enginetest.Managed(t, nil, workshop.Options{Instance: instance, Log: slog.Default(), Quotas: &workshop.Quotas{}, Pool: pool}), nodes
+}
+
+// submitTwice submits two runs of spec at once.
+func submitTwice(t *testing.T, m *workshop.Manager, spec string) []*runner.Run {
+	t.Helper()
+	return []*runner.Run{enginetest.Submit(t, m, spec), enginetest.Submit(t, m, spec)}
 }
 
 func realNode(nodes []string, fakes map[string]bool) string {

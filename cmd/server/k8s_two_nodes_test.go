@@ -3,8 +3,6 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -12,10 +10,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/runner"
-	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // The test cluster's two real nodes (k8s/run.sh's two-node round): the
@@ -28,25 +23,10 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 	if kc == "" || bin == "" {
 		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
 	}
-	img, err := engine.OCIImageRef(bin)
-	if err != nil {
-		t.Fatal(err)
+	m, nodes := nodesPool(t, kc, bin, "two-nodes-test")
+	if len(nodes) != 2 {
+		t.Fatalf("nodes %v; want the host's and the VM's", nodes)
 	}
-	cl, err := kube.Connect(kube.Config{Kubeconfig: kc, Namespace: "limitlab", Instance: "two-nodes-test", CgroupRoot: "/sys/fs/cgroup", Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := cl.Nodes(context.Background())
-	if err != nil || len(nodes) != 2 {
-		t.Fatalf("nodes %v, %v; want the host's and the VM's", nodes, err)
-	}
-	pool := clusterEngines("k8s", cl, nodes, func(e *kube.Engine, _ string) func(context.Context) (engine.HostInfo, string, error) {
-		return func(ctx context.Context) (engine.HostInfo, string, error) {
-			h, err := e.Probe(ctx)
-			return h, img, err
-		}
-	})
-	m := enginetest.Managed(t, nil, workshop.Options{Instance: "two-nodes-test", Log: slog.Default(), Quotas: &workshop.Quotas{}, Pool: pool})
 	enginetest.WaitFor(t, 2*time.Minute, "both nodes' engines to be up", func() bool {
 		up := 0
 		for _, e := range m.Engines() {
@@ -72,22 +52,7 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 		t.Fatalf("the engines' cgroup versions %v, want one node on each", versions)
 	}
 
-	spec, errs := experiments.Parse([]byte(`{"mode": "parallel", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "32Mi"}}}]}`))
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	var runs []*runner.Run
-	for range 2 {
-		p, errs := m.Validate(spec)
-		if errs != nil {
-			t.Fatal(errs)
-		}
-		r, err := m.Submit(spec, p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
+	runs := submitTwice(t, m, `{"mode": "parallel", "duration": "60s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 3}, "resources": {"limits": {"cpu": "500m", "memory": "32Mi"}}}]}`)
 	on := map[string]runner.RunView{}
 	for _, r := range runs {
 		v := enginetest.WaitDone(t, r, 4*time.Minute)
@@ -95,7 +60,9 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 			t.Errorf("run %s: %s on %q: %s", v.ID, v.State, v.Engine, v.Error)
 		}
 		on[v.Engine] = v
-		t.Logf("run %s on %s (%s): %s, %.2f cores, stats from %s", v.ID, v.Engine, v.Host, v.State, v.Lanes[0].MeasuredCores, v.Lanes[0].StatsSource)
+		l := v.Lanes[0]
+		t.Logf("run %s on %s (%s): %s, %.2f cores, stats from %s", v.ID, v.Engine, v.Host, v.State, l.MeasuredCores, l.StatsSource)
+		enginetest.Figure(t, "pod start, "+v.Host, "%.2f s from the run's start to its pod's first work", l.StartedAt)
 	}
 	if len(on) != 2 {
 		t.Fatalf("both runs on %v, want one on each node", on)

@@ -133,6 +133,25 @@ func Manager(t testing.TB, options ...func(*workshop.Options)) *workshop.Manager
 	return Managed(t, c, opts, options...)
 }
 
+// Submit parses spec, validates it on m and queues the run, failing the
+// test at any step.
+func Submit(t testing.TB, m *workshop.Manager, spec string) *runner.Run {
+	t.Helper()
+	parsed, errs := experiments.Parse([]byte(spec))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	p, errs := m.Validate(parsed)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r, err := m.Submit(parsed, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // Managed is the workshop of opts, changed by options, on engine c (nil
 // with a pool), shut down (its containers or pods removed) when the test
 // ends.

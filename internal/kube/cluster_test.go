@@ -53,19 +53,7 @@ func runLab(t testing.TB, m *workshop.Manager, id string) runner.RunView {
 // submit queues a run of spec on the cluster's workshop.
 func submit(t testing.TB, m *workshop.Manager, spec string) *runner.Run {
 	t.Helper()
-	parsed, errs := experiments.Parse([]byte(spec))
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	p, errs := m.Validate(parsed)
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	r, err := m.Submit(parsed, p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return enginetest.Submit(t, m, spec)
 }
 
 // leftPods counts the pods of a run still there.
