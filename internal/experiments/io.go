@@ -84,6 +84,10 @@ type IOOutcome struct {
 	// PhaseWork is a CPU workload's own throughput in each phase, which
 	// the explanation gives beside its CPU.
 	PhaseWork []float64
+	// PhaseDisk is, for a disk workload in each of its phases, what every
+	// disk lane running then did together: how the model shares the
+	// device among them.
+	PhaseDisk []DiskLoad
 	// PhasePredicted is a CPU workload's CPU in each phase relative to
 	// its first, as the model allots the CPUs among the lanes running then
 	// (PhaseShares); nil where it is not predicted.
@@ -92,6 +96,32 @@ type IOOutcome struct {
 	// counts them, while every lane of a parallel run did block IO
 	// (ContendedIO).
 	WindowBps float64
+}
+
+// DiskLoad is the block IO of the disk lanes running in one phase: their
+// operations per second together, and the requests they keep in flight
+// (the sum of their depths).
+type DiskLoad struct {
+	IOPS  float64
+	Depth int
+	// Held says some lane then had a block IO throttle or weight: the
+	// device is not shared by requests in flight alone.
+	Held bool
+}
+
+// DiskShare is a disk lane's predicted operations per second in a phase,
+// relative to rate: on a device that does not weigh its cgroups (no BFQ
+// weights, no throttles among the lanes then), readers that keep requests
+// in flight are served in turn, and each gets the device's operations in
+// proportion to the requests it keeps there. The device's capacity with
+// every lane's requests in flight is not what one lane got alone (a disk
+// serves deeper queues faster), so the phase's own total is what is
+// shared. 0 where the phase has no such figure.
+func DiskShare(load DiskLoad, depth int, rate float64) float64 {
+	if load.Held || load.Depth <= 0 || load.IOPS <= 0 || rate <= 0 {
+		return 0
+	}
+	return load.IOPS * float64(depth) / float64(load.Depth) / rate
 }
 
 // ioWeight is a lane's block IO weight: --blkio-weight, or its
@@ -143,24 +173,31 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 		}
 		first, mid, last := rates[0], rates[1], rates[2]
 		v.Labels = []string{"alone", "beside the neighbours", "beside throttled neighbours"}
-		// The middle phase is predicted for CPU, from the lanes then
-		// running; for a disk it is not (0): how far the victim falls
-		// depends on the device's capacity, which the lab does not
-		// measure.
+		// The middle phase is predicted for CPU from the lanes then
+		// running, and for a disk from the device's operations then,
+		// shared by the requests each lane keeps in flight.
 		v.Predicted = []float64{1, 0, 1}
 		if pp := out[0].PhasePredicted; out[0].PhaseCores && len(pp) >= 3 {
 			v.Predicted = []float64{1, pp[1], pp[2]}
 		}
-		v.Measured = []float64{1, mid / first, last / first}
-		dev := ratioDeviation(last/first, v.Predicted[2])
-		if v.Predicted[1] > 0 {
-			dev = max(dev, ratioDeviation(mid/first, v.Predicted[1]))
+		if d := out[0].PhaseDisk; !out[0].PhaseCores && len(d) >= 2 {
+			v.Predicted[1] = DiskShare(d[1], plan.Lanes[0].Workload.Depth, first)
 		}
+		v.Measured = []float64{1, mid / first, last / first}
+		devLast := ratioDeviation(last/first, v.Predicted[2])
+		devMid := 0.0
+		if v.Predicted[1] > 0 {
+			devMid = ratioDeviation(mid/first, v.Predicted[1])
+		}
+		dev := max(devLast, devMid)
 		v.Judged, v.Pass = true, dev <= spec.Tolerance
 		if !out[0].PhaseCores {
-			v.Explanation = fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off).",
-				mid/first, last/first, percent(spec.Tolerance), percent(dev))
-			judgeDiskNoise(&v, out[0].PhaseErrors, dev, spec.Tolerance)
+			v.Explanation = diskRecoveryText(v, out[0].PhaseDisk, plan.Lanes[0].Workload.Depth, dev, spec.Tolerance)
+			row := 2
+			if devMid > devLast {
+				row = 1
+			}
+			judgeDiskNoise(&v, out[0].PhaseErrors, row, dev, spec.Tolerance)
 			break
 		}
 		if v.Predicted[1] > 0 {
@@ -193,6 +230,22 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 	return v
 }
 
+// diskRecoveryText explains a disk victim's recovery verdict v, whose
+// middle phase is predicted from load (0 where it is not).
+func diskRecoveryText(v Verdict, load []DiskLoad, depth int, dev, tolerance float64) string {
+	m := v.Measured
+	if v.Predicted[1] <= 0 {
+		why := "the disk lanes' operations there were not measured"
+		if len(load) > 1 && load[1].Held {
+			why = "a lane then had a block IO throttle or weight, and the model shares a device by requests in flight alone"
+		}
+		return fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled; recovery should bring it within %s of 1 (it is %s off). The middle phase is not predicted: %s.",
+			m[1], m[2], percent(tolerance), percent(dev), why)
+	}
+	return fmt.Sprintf("The victim's IOPS relative to its first phase: %.2f beside unthrottled neighbours, %.2f once they are throttled. Beside them, the disk lanes together did %.0f operations a second with %d requests in flight, against the victim's %.0f alone with %d: a disk serves a deeper queue faster, so what one lane got alone is not the device's capacity. On a device that does not weigh its cgroups each lane gets its part of the operations by the requests it keeps in flight, so the victim should get %d/%d of them, %.2f of its rate alone, and recover to 1 once its neighbours are throttled; the farthest is %s off, tolerance %s.",
+		m[1], m[2], load[1].IOPS, load[1].Depth, load[0].IOPS, load[0].Depth, depth, load[1].Depth, v.Predicted[1], percent(dev), percent(tolerance))
+}
+
 func requestText(q QueueLimits) string {
 	if q.MaxSectorsKB > 0 {
 		return fmt.Sprintf("%d KiB (max_sectors_kb)", q.MaxSectorsKB)
@@ -215,21 +268,21 @@ func (v *Verdict) judgeRelative() float64 {
 }
 
 // judgeDiskNoise makes a failed recovery verdict inconclusive where the
-// disk's own noise could have decided it: the ratio of the third phase's
-// IOPS to the first's has a standard error from the spread of each phase's
-// samples (errs, relative), and a deviation within two of them of the
-// tolerance is not told apart from the noise. It says how noisy the disk
-// was.
-func judgeDiskNoise(v *Verdict, errs []float64, dev, tolerance float64) {
+// disk's own noise could have decided it: the ratio of row's IOPS (the
+// farthest from its prediction) to the first phase's has a standard error
+// from the spread of each phase's samples (errs, relative), and a
+// deviation within two of them of the tolerance is not told apart from
+// the noise. It says how noisy the disk was.
+func judgeDiskNoise(v *Verdict, errs []float64, row int, dev, tolerance float64) {
 	if v.Pass || len(errs) < 3 {
 		return
 	}
-	se := math.Hypot(errs[0], errs[2])
+	se := math.Hypot(errs[0], errs[row])
 	if dev-2*se > tolerance {
 		return
 	}
 	v.Inconclusive, v.Pass = true, false
-	v.Noise = fmt.Sprintf("the disk was too noisy to judge: the victim's IOPS alone, and beside throttled neighbours, moved from sample to sample enough that their ratio has a standard error of %s; %s off is within two of them of the tolerance of %s",
-		percent(se), percent(dev), percent(tolerance))
+	v.Noise = fmt.Sprintf("the disk was too noisy to judge: the victim's IOPS alone, and %s, moved from sample to sample enough that their ratio has a standard error of %s; %s off is within two of them of the tolerance of %s",
+		v.Labels[row], percent(se), percent(dev), percent(tolerance))
 	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
 }

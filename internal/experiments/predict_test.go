@@ -163,6 +163,22 @@ func TestJudgeIO(t *testing.T) {
 	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Pass {
 		t.Errorf("a victim at 60%% passed: %+v", v)
 	}
+	// Six readers at depth 4 share 2400 operations a second: the victim
+	// should get a sixth of them, 400, which is 0.40 of its 1000 alone.
+	victim[0].PhaseRates = []float64{1000, 400, 950}
+	victim[0].PhaseDisk = []DiskLoad{{IOPS: 1000, Depth: 4}, {IOPS: 2400, Depth: 24}, {IOPS: 1050, Depth: 24, Held: true}}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); !v.Pass || math.Abs(v.Predicted[1]-0.4) > 1e-9 || !strings.Contains(v.Explanation, "4/24") {
+		t.Errorf("a victim at its share: %+v", v)
+	}
+	victim[0].PhaseRates = []float64{1000, 200, 950}
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Pass || v.Inconclusive {
+		t.Errorf("a victim at half its share passed: %+v", v)
+	}
+	victim[0].PhaseDisk[1].Held = true
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Predicted[1] != 0 || !strings.Contains(v.Explanation, "throttle or weight") {
+		t.Errorf("a held middle phase was predicted: %+v", v)
+	}
+	victim[0].PhaseDisk = nil
 	// 25% off: within two standard errors of the tolerance on a disk
 	// whose samples spread 5% a phase, beyond them on one that spreads 1%.
 	victim[0].PhaseRates = []float64{1000, 200, 1250}

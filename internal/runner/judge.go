@@ -203,6 +203,9 @@ func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow)
 			io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
 		}
 	}
+	if metric == experiments.MetricPhaseRecovery && len(io) > 0 && !io[0].PhaseCores && len(r.st.changes) == 0 {
+		io[0].PhaseDisk = diskLoadsLocked(r)
+	}
 	if metric == experiments.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
 		// The victim's CPU in each phase, as the model allots it
 		// among the lanes then running (a live change would move
@@ -210,6 +213,32 @@ func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow)
 		io[0].PhasePredicted = experiments.PhaseShares(rows(), r.env.Host.ModelHost().NCPU)
 	}
 	return io
+}
+
+// diskLoadsLocked is, for each of the first lane's phases, the block IO
+// of every disk lane measured in it: their operations per second together
+// and the requests they keep in flight. r.mu is held.
+func diskLoadsLocked(r *Run) []experiments.DiskLoad {
+	lanes := r.st.lanes
+	loads := make([]experiments.DiskLoad, len(lanes[0].phases))
+	for k, p := range lanes[0].phases {
+		for i, l := range lanes {
+			pl := r.plan.Lanes[i]
+			if !pl.Workload.Disk() {
+				continue
+			}
+			for _, q := range l.phases {
+				if q.Name != p.Name {
+					continue
+				}
+				loads[k].IOPS += q.IOPS
+				loads[k].Depth += pl.Workload.Depth
+				limit, _ := experiments.IOLimit(pl, r.env.Host.Queue)
+				loads[k].Held = loads[k].Held || limit > 0 || pl.Resources.BlkioWeight > 0 || pl.Resources.BlkioWeightDevice.Path != ""
+			}
+		}
+	}
+	return loads
 }
 
 // throttleOutcomesLocked is what CFS counted of each lane. r.mu is held.
