@@ -93,11 +93,11 @@ func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 	key := [2]string{dir, name}
 	f, ok := r.files[key]
 	if !ok {
-		o, err := os.Open(dir + "/" + name)
+		o, err := openRead(dir + "/" + name)
 		if err != nil {
 			return nil, err
 		}
-		f = openFile{o, int(o.Fd())}
+		f = o
 		r.files[key] = f
 	}
 	return readAt0(f.fd, name, &r.buf)
@@ -207,7 +207,7 @@ func (r *CgroupReader) readV1() (Counters, error) {
 			}
 		}
 	}
-	usage, _ := r.readUint(r.dirs["memory"], "memory.usage_in_bytes")
+	usage := r.slow.usage.read(c.At, func() (uint64, error) { return r.readUint(r.dirs["memory"], "memory.usage_in_bytes") })
 	inactive, totalInactive, hasTotal := r.slow.memStat(c.At, usage, func() (in, tot uint64, has, ok bool) {
 		b, err := r.readFile(r.dirs["memory"], "memory.stat")
 		if err != nil {
@@ -244,7 +244,7 @@ func (r *CgroupReader) readV1() (Counters, error) {
 		rb, wb := parseBlkioV1(b)
 		return rb, wb, true
 	})
-	c.Pids, _ = r.readUint(r.dirs["pids"], "pids.current")
+	c.Pids = r.slow.pids.read(c.At, func() (uint64, error) { return r.readUint(r.dirs["pids"], "pids.current") })
 	return c, nil
 }
 
@@ -276,7 +276,7 @@ func (r *CgroupReader) readV2() (Counters, error) {
 			c.ThrottledNs = v * 1000
 		}
 	}
-	usage, _ := r.readUint(d, "memory.current")
+	usage := r.slow.usage.read(c.At, func() (uint64, error) { return r.readUint(d, "memory.current") })
 	inactive, _, _ := r.slow.memStat(c.At, usage, func() (in, tot uint64, has, ok bool) {
 		b, err := r.readFile(d, "memory.stat")
 		if err != nil {
@@ -297,7 +297,7 @@ func (r *CgroupReader) readV2() (Counters, error) {
 	if b, err := r.readFile(d, "io.stat"); err == nil {
 		c.ReadBytes, c.WriteBytes, c.ReadOps, c.WriteOps = parseIOStatV2(b)
 	}
-	c.Pids, _ = r.readUint(d, "pids.current")
+	c.Pids = r.slow.pids.read(c.At, func() (uint64, error) { return r.readUint(d, "pids.current") })
 	if b, err := r.readFile(d, "cpu.pressure"); err == nil {
 		c.PressureUs, c.HasPressure = parsePressure(b)
 	}

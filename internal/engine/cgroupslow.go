@@ -20,9 +20,34 @@ import "time"
 //     CPU time (cpuacct.usage, read every time) by its last ratio
 //     (Counters.CPUSplit).
 //
-// A sampler at 50 ms keeps what matters exact: CPU, throttling, usage, IO
-// counts and pids are read every time.
+//   - the gauges, memory usage and pids: at every reading while they move,
+//     and once every slowEvery while they rest. A gauge that starts to move
+//     shows it at most slowEvery late, and from then on at every reading;
+//     with no rate made of it, nothing else is distorted. Most lanes' pids
+//     and many lanes' memory rest for most of a run.
+//
+// A sampler at 50 ms keeps what the charts make rates of exact: CPU,
+// throttling and IO counts are read every time.
 const slowEvery = time.Second
+
+// gauge is a figure read at every reading while it moves, and once every
+// slowEvery while it rests.
+type gauge struct {
+	v     uint64
+	at    time.Time // when it was last read; zero: never
+	moved bool      // it moved at its last reading
+}
+
+// read returns the gauge, reading it (with read) when it is due at now.
+func (g *gauge) read(now time.Time, read func() (uint64, error)) uint64 {
+	if g.moved || due(g.at, now) {
+		if v, err := read(); err == nil {
+			g.moved = v != g.v || g.at.IsZero()
+			g.v, g.at = v, now
+		}
+	}
+	return g.v
+}
 
 // slowFiles holds what was last read of those files, and when: a zero
 // time is never.
@@ -41,6 +66,8 @@ type slowFiles struct {
 
 	splitAt       time.Time
 	userNs, sysNs uint64
+
+	usage, pids gauge
 }
 
 // Refresh makes the next reading take every file, as after a live change

@@ -57,16 +57,26 @@ func TestSlowFilesV1(t *testing.T) {
 	if c := read(t, r); c.MemBytes != usage-4194304 {
 		t.Errorf("memory.stat read again with the usage unchanged: %d", c.MemBytes)
 	}
-	// The usage moves: memory.stat is read with it.
+	// The usage, a gauge, rested at its last two readings: a move is
+	// seen once it is a second old, and memory.stat is read with it.
 	write(t, filepath.Join(mem, "memory.usage_in_bytes"), strconv.Itoa(usage+4096))
+	if c := read(t, r); c.MemBytes != usage-4194304 {
+		t.Errorf("a resting usage read again within the second: %d", c.MemBytes)
+	}
+	r.slow.usage.at = r.slow.usage.at.Add(-slowEvery)
 	if c := read(t, r); c.MemBytes != usage+4096-8<<20 {
 		t.Errorf("after the usage moved: %d, want %d", c.MemBytes, usage+4096-8<<20)
+	}
+	// Once it moved, it is read at every reading.
+	write(t, filepath.Join(mem, "memory.usage_in_bytes"), strconv.Itoa(usage+8192))
+	if c := read(t, r); c.MemBytes != usage+8192-8<<20 {
+		t.Errorf("a moving usage: %d, want %d", c.MemBytes, usage+8192-8<<20)
 	}
 	// Once a second old it is read whatever the usage does.
 	write(t, filepath.Join(mem, "memory.stat"), stat(2<<20))
 	r.slow.memAt = r.slow.memAt.Add(-slowEvery)
-	if c := read(t, r); c.MemBytes != usage+4096-2<<20 {
-		t.Errorf("a second on: %d, want %d", c.MemBytes, usage+4096-2<<20)
+	if c := read(t, r); c.MemBytes != usage+8192-2<<20 {
+		t.Errorf("a second on: %d, want %d", c.MemBytes, usage+8192-2<<20)
 	}
 
 	// The limit: once a second, and at once after a Refresh.
@@ -77,6 +87,30 @@ func TestSlowFilesV1(t *testing.T) {
 	r.Refresh()
 	if c := read(t, r); c.MemLimit != 128<<20 {
 		t.Errorf("limit after Refresh: %d, want %d", c.MemLimit, 128<<20)
+	}
+
+	// pids, the other gauge: resting, read once a second; moving, at
+	// every reading; all of it at once after a Refresh.
+	pids := filepath.Join(root, "pids/docker/abc123/pids.current")
+	first := read(t, r).Pids
+	write(t, pids, strconv.FormatUint(first+1, 10))
+	if c := read(t, r); c.Pids != first {
+		t.Errorf("resting pids read again within the second: %d", c.Pids)
+	}
+	r.slow.pids.at = r.slow.pids.at.Add(-slowEvery)
+	write(t, pids, strconv.FormatUint(first+2, 10))
+	if c := read(t, r); c.Pids != first+2 {
+		t.Errorf("pids a second on: %d, want %d", c.Pids, first+2)
+	}
+	write(t, pids, strconv.FormatUint(first+3, 10))
+	if c := read(t, r); c.Pids != first+3 {
+		t.Errorf("moving pids: %d, want %d", c.Pids, first+3)
+	}
+	read(t, r) // at rest again
+	write(t, pids, strconv.FormatUint(first+4, 10))
+	r.Refresh()
+	if c := read(t, r); c.Pids != first+4 {
+		t.Errorf("pids after a Refresh: %d, want %d", c.Pids, first+4)
 	}
 
 	// IO bytes follow the operation count, which is read every time.

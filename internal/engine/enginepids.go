@@ -83,12 +83,8 @@ func ProcParent(root string, pid int) int {
 	if err != nil {
 		return 0
 	}
-	_, f, ok := statFields(b)
-	if !ok || len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	ppid, _ := statField(b, 1)
+	return int(ppid)
 }
 
 // enginePrograms are the engine's processes by name, for an engine that

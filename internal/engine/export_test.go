@@ -16,3 +16,7 @@ func CgroupDirs(r *CgroupReader) map[string]string {
 func EngineSocket(h HostInfo) string { return h.socket }
 
 var SocketPeer = socketPeer
+
+// StatCPU is a /proc/<pid>/stat line's CPU time, as the engine's
+// processes are read at each tick.
+var StatCPU = statCPU

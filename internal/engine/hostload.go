@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // The host's own load, read from /proc on the engine's host (this
@@ -55,25 +56,25 @@ func parseProcStat(line []byte, at time.Time) (HostCPU, error) {
 // reads one for every engine process.
 type ProcReader struct {
 	root  string
-	stat  *os.File
-	procs map[int]*os.File
+	stat  *openFile
+	procs map[int]openFile
 	buf   []byte
 }
 
 func NewProcReader(procRoot string) *ProcReader {
-	return &ProcReader{root: procRoot, procs: map[int]*os.File{}, buf: make([]byte, 4096)}
+	return &ProcReader{root: procRoot, procs: map[int]openFile{}, buf: make([]byte, 4096)}
 }
 
 // HostCPU reads the first line of /proc/stat.
 func (p *ProcReader) HostCPU() (HostCPU, error) {
 	if p.stat == nil {
-		f, err := os.Open(filepath.Join(p.root, "stat"))
+		f, err := openRead(filepath.Join(p.root, "stat"))
 		if err != nil {
 			return HostCPU{}, err
 		}
-		p.stat = f
+		p.stat = &f
 	}
-	b, err := readAt0(int(p.stat.Fd()), p.stat.Name(), &p.buf)
+	b, err := p.stat.read(&p.buf)
 	if err != nil {
 		return HostCPU{}, err
 	}
@@ -86,17 +87,17 @@ func (p *ProcReader) HostCPU() (HostCPU, error) {
 // in nanoseconds (its threads included); ok is false for a process that
 // is gone.
 func (p *ProcReader) ProcessCPU(pid int) (ns uint64, ok bool) {
-	f := p.procs[pid]
-	if f == nil {
+	f, open := p.procs[pid]
+	if !open {
 		var err error
-		if f, err = os.Open(filepath.Join(p.root, strconv.Itoa(pid), "stat")); err != nil {
+		if f, err = openRead(filepath.Join(p.root, strconv.Itoa(pid), "stat")); err != nil {
 			return 0, false
 		}
 		p.procs[pid] = f
 	}
-	b, err := readAt0(int(f.Fd()), f.Name(), &p.buf)
+	b, err := f.read(&p.buf)
 	if err != nil || len(b) == 0 {
-		f.Close() // gone
+		f.f.Close() // gone
 		delete(p.procs, pid)
 		return 0, false
 	}
@@ -113,7 +114,7 @@ func (p *ProcReader) Retain(pids ...[]int) {
 	}
 	for pid, f := range p.procs {
 		if !keep[pid] {
-			f.Close()
+			f.f.Close()
 			delete(p.procs, pid)
 		}
 	}
@@ -122,7 +123,7 @@ func (p *ProcReader) Retain(pids ...[]int) {
 // Close closes every file it holds.
 func (p *ProcReader) Close() {
 	if p.stat != nil {
-		p.stat.Close()
+		p.stat.f.Close()
 		p.stat = nil
 	}
 	p.Retain()
@@ -130,8 +131,9 @@ func (p *ProcReader) Close() {
 
 // statCPU is utime and stime of a /proc/<pid>/stat line, in nanoseconds.
 func statCPU(b []byte) uint64 {
-	_, ns, _ := ProcStat(b)
-	return ns
+	ut, _ := statField(b, 11)
+	st, _ := statField(b, 12)
+	return (ut + st) * (1e9 / userHZ)
 }
 
 // Processes calls f with each process on this host: its pid, command and
@@ -156,26 +158,39 @@ func Processes(f func(pid int, comm string, cpuNs uint64)) {
 // ProcStat reads a /proc/<pid>/stat line: the process's command and its
 // CPU time, user and system, in nanoseconds.
 func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {
-	comm, f, ok := statFields(b)
-	// After the command: state(3) ... utime(14) stime(15), counted from 1
-	// with pid and comm as fields 1 and 2.
-	if !ok || len(f) < 13 {
-		return "", 0, false
-	}
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return comm, (ut + st) * (1e9 / userHZ), true
-}
-
-// statFields splits a /proc/<pid>/stat line into its command and the
-// fields after it, from the state (field 3) on. The command may hold
-// spaces and parentheses: the fields start after the last ')'.
-func statFields(b []byte) (comm string, fields []string, ok bool) {
 	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
 	if open < 0 || end < open {
-		return "", nil, false
+		return "", 0, false
 	}
-	return string(b[open+1 : end]), strings.Fields(string(b[end+1:])), true
+	// After the command: state(3) ... utime(14) stime(15), counted from 1
+	// with pid and comm as fields 1 and 2.
+	ut, ok1 := statField(b, 11)
+	st, ok2 := statField(b, 12)
+	if !ok1 || !ok2 {
+		return "", 0, false
+	}
+	return string(b[open+1 : end]), (ut + st) * (1e9 / userHZ), true
+}
+
+// statField is the numeric field k of a /proc/<pid>/stat line, counted
+// from 0 at the state (field 3) after the command, which may hold spaces
+// and parentheses: the fields start after the last ')'. It does not
+// allocate: the engine's processes' stat files are read at every tick.
+func statField(b []byte, k int) (uint64, bool) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return 0, false
+	}
+	f := fields{bytes.TrimRight(b[end+1:], "\n")}
+	for i := 0; ; i++ {
+		w, ok := f.next()
+		if !ok {
+			return 0, false
+		}
+		if i == k {
+			return atou(w)
+		}
+	}
 }
 
 // A DelayReader reads a process's run delay at each tick: how long its
@@ -191,14 +206,14 @@ func statFields(b []byte) (comm string, fields []string, ok bool) {
 // adds all the delay it had.
 type DelayReader struct {
 	dir     string
-	files   map[string]*os.File
-	task    *os.File // dir, kept open for its link count
+	files   map[string]openFile
+	task    *openFile // dir, kept open for its link count
 	threads uint64   // the link count when the threads were last listed
 	buf     []byte
 }
 
 func NewDelayReader(procRoot string, pid int) *DelayReader {
-	return &DelayReader{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), files: map[string]*os.File{}, buf: make([]byte, 128)}
+	return &DelayReader{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), files: map[string]openFile{}, buf: make([]byte, 128)}
 }
 
 // Read sums the run delay of the process's threads.
@@ -208,9 +223,9 @@ func (d *DelayReader) Read() (ns uint64, ok bool) {
 		d.threads = n
 	}
 	for tid, f := range d.files {
-		b, err := readAt0(int(f.Fd()), f.Name(), &d.buf)
+		b, err := f.read(&d.buf)
 		if err != nil || len(b) == 0 {
-			f.Close() // the thread ended: another may have taken its place
+			f.f.Close() // the thread ended: another may have taken its place
 			delete(d.files, tid)
 			d.threads = 0
 			continue
@@ -219,8 +234,8 @@ func (d *DelayReader) Read() (ns uint64, ok bool) {
 		// read without splitting the line.
 		_, rest, _ := bytes.Cut(b, []byte(" "))
 		field, _, _ := bytes.Cut(rest, []byte(" "))
-		v, err := strconv.ParseUint(string(field), 10, 64)
-		if err != nil {
+		v, isNum := atou(field)
+		if !isNum {
 			continue
 		}
 		ns, ok = ns+v, true
@@ -231,14 +246,15 @@ func (d *DelayReader) Read() (ns uint64, ok bool) {
 // linkCount is the task directory's link count, 0 where it cannot be had.
 func (d *DelayReader) linkCount() uint64 {
 	if d.task == nil {
-		f, err := os.Open(d.dir)
+		f, err := openRead(d.dir)
 		if err != nil {
 			return 0
 		}
-		d.task = f
+		d.task = &f
 	}
+	// A raw fstat, as readAt0's pread: procfs answers it on the spot.
 	var st syscall.Stat_t
-	if syscall.Fstat(int(d.task.Fd()), &st) != nil {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_FSTAT, uintptr(d.task.fd), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
 		return 0
 	}
 	return uint64(st.Nlink)
@@ -254,7 +270,7 @@ func (d *DelayReader) list() {
 		if _, open := d.files[t.Name()]; open {
 			continue
 		}
-		if f, err := os.Open(filepath.Join(d.dir, t.Name(), "schedstat")); err == nil {
+		if f, err := openRead(filepath.Join(d.dir, t.Name(), "schedstat")); err == nil {
 			d.files[t.Name()] = f
 		}
 	}
@@ -263,11 +279,11 @@ func (d *DelayReader) list() {
 // Close closes the files it holds.
 func (d *DelayReader) Close() {
 	if d.task != nil {
-		d.task.Close()
+		d.task.f.Close()
 		d.task = nil
 	}
 	for tid, f := range d.files {
-		f.Close()
+		f.f.Close()
 		delete(d.files, tid)
 	}
 }

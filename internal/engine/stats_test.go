@@ -293,3 +293,4 @@ func TestLegacySampleReadsInDisplayUnits(t *testing.T) {
 		t.Errorf("round trip: %+v, %v; want %+v", back, err, now)
 	}
 }
+

@@ -50,7 +50,7 @@ type hostLoad struct {
 	// have used, summed: a daemon's since it was found, a shim's since it
 	// started (it was started for the run); a process gone between two
 	// readings moves it only by what it used before it went.
-	engine   map[int]uint64 // by pid, its CPU time at the last reading
+	engine   map[int]*engineProc // by pid
 	engineNs uint64
 	// every is how many of the run's ticks there are to a reading of the
 	// run delay, and tick counts them.
@@ -79,15 +79,37 @@ const delayIdle = 10 * time.Second
 // engine's processes enginePids and the lanes' shims as the engine's.
 func newHostLoad(enginePids []int, interval time.Duration) *hostLoad {
 	h := &hostLoad{self: os.Getpid(), delays: map[int]*laneDelay{}, proc: engine.NewProcReader(procRoot),
-		engine: map[int]uint64{}, every: max(1, int((delayEvery+interval-1)/max(interval, time.Millisecond)))}
+		engine: map[int]*engineProc{}, every: max(1, int((delayEvery+interval-1)/max(interval, time.Millisecond)))}
 	for _, pid := range enginePids {
-		h.engine[pid] = noReading
+		h.engine[pid] = &engineProc{ns: noReading}
 	}
 	return h
 }
 
 // noReading marks an engine process not read yet.
 const noReading = ^uint64(0)
+
+// engineProc is one of the engine's processes as last read: its CPU time,
+// when, and whether it had moved since the reading before. Between a
+// run's starts and ends the engine's processes mostly rest, and /proc
+// counts a process's CPU in ticks of 10 ms: a process whose CPU did not
+// move at its last reading is read again after restEvery, one that moved
+// at every tick. What a resting process does falls in the tick it is
+// next read at, at most restEvery late; what it does in its last moments
+// before it exits is not counted (the kernel's count goes with it).
+type engineProc struct {
+	ns     uint64
+	readAt time.Time
+	moved  bool
+}
+
+// restEvery is how often an engine process at rest is read.
+const restEvery = time.Second
+
+// due says whether the process is read at now.
+func (p *engineProc) due(now time.Time) bool {
+	return p.moved || p.ns == noReading || now.Sub(p.readAt) >= restEvery
+}
 
 // due counts a tick and says whether the lanes' run delay is read at it:
 // the first tick and every every-th after it.
@@ -109,7 +131,7 @@ func (h *hostLoad) runDelay(pid int, now time.Time) (uint64, bool) {
 			if _, known := h.engine[shim]; !known {
 				// Started for this run's lane: all its CPU is the
 				// engine's work for the run, its start included.
-				h.engine[shim] = 0
+				h.engine[shim] = &engineProc{moved: true}
 			}
 		}
 	}
@@ -141,17 +163,22 @@ func (h *hostLoad) read() (loadReading, bool) {
 		return loadReading{}, false
 	}
 	self, _ := h.proc.ProcessCPU(h.self)
-	for pid, last := range h.engine {
+	for pid, p := range h.engine {
+		if !p.due(hc.At) {
+			continue
+		}
 		ns, ok := h.proc.ProcessCPU(pid)
 		switch {
 		case !ok:
 			delete(h.engine, pid) // gone
-		case last != noReading && ns >= last:
-			h.engineNs += ns - last
-			fallthrough
+			continue
+		case p.ns != noReading && ns >= p.ns:
+			h.engineNs += ns - p.ns
+			p.moved = ns != p.ns
 		default:
-			h.engine[pid] = ns
+			p.moved = true
 		}
+		p.ns, p.readAt = ns, hc.At
 	}
 	return loadReading{host: hc, self: self, engine: h.engineNs}, true
 }
