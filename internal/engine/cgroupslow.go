@@ -19,7 +19,6 @@ import "time"
 //     every slowEvery. Nothing charts it; a lane's totals split its exact
 //     CPU time (cpuacct.usage, read every time) by its last ratio
 //     (Counters.CPUSplit).
-//
 //   - the gauges, memory usage and pids: at every reading while they move,
 //     and once every slowEvery while they rest. A gauge that starts to move
 //     shows it at most slowEvery late, and from then on at every reading;

@@ -208,7 +208,7 @@ type DelayReader struct {
 	dir     string
 	files   map[string]openFile
 	task    *openFile // dir, kept open for its link count
-	threads uint64   // the link count when the threads were last listed
+	threads uint64    // the link count when the threads were last listed
 	buf     []byte
 }
 

@@ -293,4 +293,3 @@ func TestLegacySampleReadsInDisplayUnits(t *testing.T) {
 		t.Errorf("round trip: %+v, %v; want %+v", back, err, now)
 	}
 }
-
