@@ -107,6 +107,32 @@ type DiskLoad struct {
 	// Held says some lane then had a block IO throttle or weight: the
 	// device is not shared by requests in flight alone.
 	Held bool
+	// Spread is how unequally the device served the lanes then: the
+	// standard deviation of their operations per request in flight,
+	// relative to the mean (0 with fewer than two lanes). Equal readers
+	// beside the victim that got unequal parts show how far its own part
+	// may stray from its share by chance.
+	Spread float64
+}
+
+// ShareSpread is the relative standard deviation of rates (each lane's
+// operations per second over its depth): 0 for fewer than two.
+func ShareSpread(perDepth []float64) float64 {
+	if len(perDepth) < 2 {
+		return 0
+	}
+	mean, sq := 0.0, 0.0
+	for _, x := range perDepth {
+		mean += x
+	}
+	mean /= float64(len(perDepth))
+	if mean <= 0 {
+		return 0
+	}
+	for _, x := range perDepth {
+		sq += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(sq/float64(len(perDepth)-1)) / mean
 }
 
 // DiskShare is a disk lane's predicted operations per second in a phase,
@@ -197,7 +223,11 @@ func JudgeIO(spec VerdictSpec, plan Plan, out []IOOutcome, q QueueLimits) Verdic
 			if devMid > devLast {
 				row = 1
 			}
-			judgeDiskNoise(&v, out[0].PhaseErrors, row, dev, spec.Tolerance)
+			spread := 0.0
+			if d := out[0].PhaseDisk; row == 1 && len(d) > 1 {
+				spread = d[1].Spread
+			}
+			judgeDiskNoise(&v, out[0].PhaseErrors, row, spread, dev, spec.Tolerance)
 			break
 		}
 		if v.Predicted[1] > 0 {
@@ -270,19 +300,24 @@ func (v *Verdict) judgeRelative() float64 {
 // judgeDiskNoise makes a failed recovery verdict inconclusive where the
 // disk's own noise could have decided it: the ratio of row's IOPS (the
 // farthest from its prediction) to the first phase's has a standard error
-// from the spread of each phase's samples (errs, relative), and a
-// deviation within two of them of the tolerance is not told apart from
-// the noise. It says how noisy the disk was.
-func judgeDiskNoise(v *Verdict, errs []float64, row int, dev, tolerance float64) {
+// from the spread of each phase's samples (errs, relative), and for the
+// middle phase also from how unequally the device served the lanes then
+// (spread, relative); a deviation within two of them of the tolerance is
+// not told apart from the noise. It says how noisy the disk was.
+func judgeDiskNoise(v *Verdict, errs []float64, row int, spread, dev, tolerance float64) {
 	if v.Pass || len(errs) < 3 {
 		return
 	}
-	se := math.Hypot(errs[0], errs[row])
+	se := math.Sqrt(errs[0]*errs[0] + errs[row]*errs[row] + spread*spread)
 	if dev-2*se > tolerance {
 		return
 	}
 	v.Inconclusive, v.Pass = true, false
-	v.Noise = fmt.Sprintf("the disk was too noisy to judge: the victim's IOPS alone, and %s, moved from sample to sample enough that their ratio has a standard error of %s; %s off is within two of them of the tolerance of %s",
-		v.Labels[row], percent(se), percent(dev), percent(tolerance))
+	why := fmt.Sprintf("the victim's IOPS alone, and %s, moved from sample to sample", v.Labels[row])
+	if spread > 0 {
+		why = fmt.Sprintf("the victim's IOPS moved from sample to sample, and the device served the equal readers beside it unequally (their operations per request in flight spread by %s)", percent(spread))
+	}
+	v.Noise = fmt.Sprintf("the disk was too noisy to judge: %s, enough that the ratio has a standard error of %s; %s off is within two of them of the tolerance of %s",
+		why, percent(se), percent(dev), percent(tolerance))
 	v.Explanation = "inconclusive: " + v.Noise + ". What was measured: " + v.Explanation
 }

@@ -174,6 +174,22 @@ func TestJudgeIO(t *testing.T) {
 	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Pass || v.Inconclusive {
 		t.Errorf("a victim at half its share passed: %+v", v)
 	}
+	// Half its share, beside readers the device served within 30% of
+	// each other: two standard errors reach the tolerance, so the disk
+	// could have decided it.
+	victim[0].PhaseErrors = []float64{0.01, 0.01, 0.01}
+	victim[0].PhaseDisk[1].Spread = 0.3
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); !v.Inconclusive || !strings.Contains(v.Noise, "unequally") {
+		t.Errorf("half its share beside unequally served readers: %+v", v)
+	}
+	victim[0].PhaseDisk[1].Spread = 0.05
+	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Inconclusive || v.Pass {
+		t.Errorf("half its share beside evenly served readers: %+v", v)
+	}
+	if s := ShareSpread([]float64{1600, 1833, 1529, 1842, 2193}); math.Abs(s-0.1446) > 0.0005 {
+		t.Errorf("ShareSpread = %.4f, want 0.1446", s)
+	}
+	victim[0].PhaseErrors = nil
 	victim[0].PhaseDisk[1].Held = true
 	if v := JudgeIO(*noisy.Verdict, noisy, victim, QueueLimits{}); v.Predicted[1] != 0 || !strings.Contains(v.Explanation, "throttle or weight") {
 		t.Errorf("a held middle phase was predicted: %+v", v)

@@ -222,6 +222,7 @@ func diskLoadsLocked(r *Run) []experiments.DiskLoad {
 	lanes := r.st.lanes
 	loads := make([]experiments.DiskLoad, len(lanes[0].phases))
 	for k, p := range lanes[0].phases {
+		var perDepth []float64
 		for i, l := range lanes {
 			pl := r.plan.Lanes[i]
 			if !pl.Workload.Disk() {
@@ -233,10 +234,14 @@ func diskLoadsLocked(r *Run) []experiments.DiskLoad {
 				}
 				loads[k].IOPS += q.IOPS
 				loads[k].Depth += pl.Workload.Depth
+				if i > 0 && pl.Workload.Depth > 0 { // the readers beside the victim
+					perDepth = append(perDepth, q.IOPS/float64(pl.Workload.Depth))
+				}
 				limit, _ := experiments.IOLimit(pl, r.env.Host.Queue)
 				loads[k].Held = loads[k].Held || limit > 0 || pl.Resources.BlkioWeight > 0 || pl.Resources.BlkioWeightDevice.Path != ""
 			}
 		}
+		loads[k].Spread = experiments.ShareSpread(perDepth)
 	}
 	return loads
 }
