@@ -82,9 +82,8 @@ config() {
   containerd_toml "$KDATA/containerd/root" "$(dirname "$SOCK")" "$SOCK" "$DEBS" "$KDATA/cni/net.d" >"$c/containerd.toml"
   cni_conflist "$KDATA/cni/ipam" 10.245.0.0/24 10.246.0.0/30 >"$KDATA/cni/net.d/10-limitlab.conflist"
   # cgroup v1: kubelet 1.35 and later refuse it unless told.
-  local extra="failCgroupV1: false"
-  if [ "${CPU_POLICY:-none}" = static ]; then extra=$'failCgroupV1: false\ncpuManagerPolicy: static\nkubeReserved: {cpu: "100m"}'; fi
-  kubelet_yaml "$(node_ip)" "$SOCK" "$KDATA/pki/ca.crt" "$extra" >"$c/kubelet.yaml"
+  kubelet_yaml "$(node_ip)" "$SOCK" "$KDATA/pki/ca.crt" "failCgroupV1: false
+$(cpu_policy)" >"$c/kubelet.yaml"
   # The values kubelet wants, seen only inside its mount namespace.
   echo 1 >"$KDATA/sysctl/overcommit_memory"
   echo 10 >"$KDATA/sysctl/panic"

@@ -2,8 +2,8 @@
 # make test-k8s: the suite's Kubernetes part on a real cluster started here
 # (cluster.sh), always stopped on the way out: once with kubelet's default
 # CPU manager, on this machine's node (cgroup v1) and then with the cgroup
-# v2 VM joined as a second node (vmnode.sh), then again on one node with
-# the static CPU manager for the lab that needs it. It fails loudly if a
+# v2 VM joined as a second node (vmnode.sh), then again with the static CPU
+# manager for the lab that needs it, on each node in turn. It fails loudly if a
 # cluster or the VM's node does not come up, if a test fails, or if
 # anything is left: a process, a kubepods cgroup, the VM's link, or a
 # changed sysctl of this machine.
@@ -89,6 +89,12 @@ if [ "${K8S_ONLY:-}" != static ]; then
 fi
 
 [ "${K8S_ONLY:-}" != first ] || exit 0
-# The static CPU manager lab, on the node started again with that policy.
+# The static CPU manager lab, on the node started again with that policy,
+# then on the VM's node started with it too (K8S_ONLY=static runs this
+# alone).
 up static
 LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 10m -v -run '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn)$' ./internal/kube/
+sampler "$WORKLOAD_IMAGE"
+CPU_POLICY=static IMAGES=$IMAGES bash k8s/vmnode.sh up
+kubectl -n limitlab-sampler rollout status daemonset/limitlab-sampler --timeout=300s >/dev/null || { echo "k8s: FAIL: the sampler did not roll out to $NODE2" >&2; exit 1; }
+LIMITLAB_K8S_NODE=$NODE2 LIMITLAB_TEST_EMULATED_CPU=1 LIMITLAB_K8S_CPU_POLICY=static go test -tags k8s -count=1 -timeout 15m -v -run '^TestStaticCPUManagerLab$' ./internal/kube/

@@ -11,6 +11,8 @@
 #    the namespace forwards between the two; the VM's pods reach only this
 #    machine's end of the pair. The VM reaches the API server (on loopback)
 #    through a socat on that end.
+#  - CPU_POLICY=static starts its kubelet with the static CPU manager, as
+#    cluster.sh does the host's.
 #  - Every process is started with its PID kept and stopped by it; down
 #    removes the node from the cluster, the pair (and its routes) and the
 #    VM's folder.
@@ -35,7 +37,7 @@ guest_config() {
   containerd_toml /var/lib/docker/containerd /run/limitlab-node/containerd /run/limitlab-node/containerd/containerd.sock "$gdebs" /run/limitlab-node/cni >"$VMDIR/conf/containerd.toml"
   cni_conflist /var/lib/docker/cni "$VM_PODS" "$VMNET_HOST/32" >"$VMDIR/conf/10-limitlab.conflist"
   # cgroup v2: failCgroupV1 stays at its default, which refuses v1.
-  kubelet_yaml "$VM_IP" /run/limitlab-node/containerd/containerd.sock "$g/ca.crt" >"$VMDIR/conf/kubelet.yaml"
+  kubelet_yaml "$VM_IP" /run/limitlab-node/containerd/containerd.sock "$g/ca.crt" "$(cpu_policy)" >"$VMDIR/conf/kubelet.yaml"
   cp "$KDATA/pki/ca.crt" "$VMDIR/ca.crt"
   sed -e "s#https://127.0.0.1:$API_PORT#https://$VMNET_HOST:$API_PORT#" -e "s#$KDATA/pki/ca.crt#$g/ca.crt#" \
     "$KDATA/pki/kubelet2.kubeconfig" >"$VMDIR/kubelet.kubeconfig"
