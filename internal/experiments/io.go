@@ -3,6 +3,8 @@ package experiments
 import (
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Block IO verdicts: a throttled lane should run at its limit, and a victim
@@ -121,18 +123,11 @@ func ShareSpread(perDepth []float64) float64 {
 	if len(perDepth) < 2 {
 		return 0
 	}
-	mean, sq := 0.0, 0.0
-	for _, x := range perDepth {
-		mean += x
-	}
-	mean /= float64(len(perDepth))
+	mean, sd := stat.MeanStdDev(perDepth, nil)
 	if mean <= 0 {
 		return 0
 	}
-	for _, x := range perDepth {
-		sq += (x - mean) * (x - mean)
-	}
-	return math.Sqrt(sq/float64(len(perDepth)-1)) / mean
+	return sd / mean
 }
 
 // DiskShare is a disk lane's predicted operations per second in a phase,
