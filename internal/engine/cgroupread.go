@@ -100,7 +100,7 @@ func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 		f = o
 		r.files[key] = f
 	}
-	return readAt0(f.fd, name, &r.buf)
+	return f.read(&r.buf)
 }
 
 // readAt0 reads a file whole from offset 0 into *buf, growing it to fit,

@@ -83,7 +83,7 @@ func ProcParent(root string, pid int) int {
 	if err != nil {
 		return 0
 	}
-	ppid, _ := statField(b, 1)
+	ppid, _, _ := statFieldPair(b, 1) // ppid, then pgrp
 	return int(ppid)
 }
 

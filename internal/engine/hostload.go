@@ -129,11 +129,11 @@ func (p *ProcReader) Close() {
 	p.Retain()
 }
 
-// statCPU is utime and stime of a /proc/<pid>/stat line, in nanoseconds.
+// statCPU is utime and stime of a /proc/<pid>/stat line, in nanoseconds
+// (0 for a line without them).
 func statCPU(b []byte) uint64 {
-	ut, _ := statField(b, 11)
-	st, _ := statField(b, 12)
-	return (ut + st) * (1e9 / userHZ)
+	ns, _ := statTimes(b)
+	return ns
 }
 
 // Processes calls f with each process on this host: its pid, command and
@@ -162,35 +162,48 @@ func ProcStat(b []byte) (comm string, cpuNs uint64, ok bool) {
 	if open < 0 || end < open {
 		return "", 0, false
 	}
-	// After the command: state(3) ... utime(14) stime(15), counted from 1
-	// with pid and comm as fields 1 and 2.
-	ut, ok1 := statField(b, 11)
-	st, ok2 := statField(b, 12)
-	if !ok1 || !ok2 {
+	ns, ok := statTimes(b)
+	if !ok {
 		return "", 0, false
 	}
-	return string(b[open+1 : end]), (ut + st) * (1e9 / userHZ), true
+	return string(b[open+1 : end]), ns, true
 }
 
-// statField is the numeric field k of a /proc/<pid>/stat line, counted
-// from 0 at the state (field 3) after the command, which may hold spaces
-// and parentheses: the fields start after the last ')'. It does not
-// allocate: the engine's processes' stat files are read at every tick.
-func statField(b []byte, k int) (uint64, bool) {
+// statTimes is utime plus stime of a /proc/<pid>/stat line, in
+// nanoseconds: after the command, state(3) ... utime(14) stime(15),
+// counted from 1 with pid and comm as fields 1 and 2. One walk of the
+// line, without allocating.
+func statTimes(b []byte) (ns uint64, ok bool) {
+	ut, st, ok := statFieldPair(b, 11)
+	return (ut + st) * (1e9 / userHZ), ok
+}
+
+// statFieldPair is the numeric fields k and k+1 of a /proc/<pid>/stat
+// line, counted from 0 at the state (field 3) after the command, which
+// may hold spaces and parentheses: the fields start after the last ')'.
+// It does not allocate: the engine's processes' stat files are read at
+// every tick.
+func statFieldPair(b []byte, k int) (a, next uint64, ok bool) {
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	f := fields{bytes.TrimRight(b[end+1:], "\n")}
-	for i := 0; ; i++ {
-		w, ok := f.next()
-		if !ok {
-			return 0, false
+	for i := 0; i <= k+1; i++ {
+		w, more := f.next()
+		if !more {
+			return 0, 0, false
 		}
-		if i == k {
-			return atou(w)
+		switch i {
+		case k:
+			a, ok = atou(w)
+		case k + 1:
+			var ok2 bool
+			next, ok2 = atou(w)
+			ok = ok && ok2
 		}
 	}
+	return a, next, ok
 }
 
 // A DelayReader reads a process's run delay at each tick: how long its
