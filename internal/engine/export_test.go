@@ -17,6 +17,6 @@ func EngineSocket(h HostInfo) string { return h.socket }
 
 var SocketPeer = socketPeer
 
-// StatCPU is a /proc/<pid>/stat line's CPU time, as the engine's
+// StatTimes is a /proc/<pid>/stat line's CPU time, as the engine's
 // processes are read at each tick.
-var StatCPU = statCPU
+var StatTimes = statTimes

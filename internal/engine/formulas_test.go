@@ -221,7 +221,7 @@ func TestProcStat(t *testing.T) {
 	if _, _, ok := engine.ProcStat([]byte("4242 (short) R 1\n")); ok {
 		t.Error("a line without utime read as one")
 	}
-	if n := testing.AllocsPerRun(100, func() { engine.StatCPU(line) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { engine.StatTimes(line) }); n != 0 {
 		t.Errorf("reading a stat line's CPU allocated %.0f times", n)
 	}
 }

@@ -101,7 +101,8 @@ func (p *ProcReader) ProcessCPU(pid int) (ns uint64, ok bool) {
 		delete(p.procs, pid)
 		return 0, false
 	}
-	return statCPU(b), true
+	ns, _ = statTimes(b) // 0 for a line without them
+	return ns, true
 }
 
 // Retain closes the stat files of processes other than pids.
@@ -127,13 +128,6 @@ func (p *ProcReader) Close() {
 		p.stat = nil
 	}
 	p.Retain()
-}
-
-// statCPU is utime and stime of a /proc/<pid>/stat line, in nanoseconds
-// (0 for a line without them).
-func statCPU(b []byte) uint64 {
-	ns, _ := statTimes(b)
-	return ns
 }
 
 // Processes calls f with each process on this host: its pid, command and
