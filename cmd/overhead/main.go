@@ -7,7 +7,10 @@
 //  2. the same with `docker stats` streaming them (1 Hz);
 //  3. Limit Lab running the same twelve as one run, sampling at 4 Hz (its
 //     default);
-//  4. the same at 1 Hz, `docker stats`' own rate.
+//  4. the same at 1 Hz, `docker stats`' own rate;
+//
+// and, beside the containers alone, the floor of a sample's cost on this
+// host (floor.go).
 //
 // It writes each round's ticks and the ratio of what the two tools add
 // into docs/benchmarks.md. Run it with `make bench-overhead`.
@@ -47,6 +50,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "workload" {
 		os.Exit(workload.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "floor" {
+		if err := floorMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "overhead:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
@@ -61,7 +71,10 @@ type ticks struct{ dockerd, containerd, shims, tool int64 }
 func (t ticks) engine() int64 { return t.dockerd + t.containerd + t.shims }
 func (t ticks) total() int64  { return t.engine() + t.tool }
 
-type round struct{ alone, stats, lab, lab1 ticks }
+type round struct {
+	alone, stats, lab, lab1 ticks
+	floor                   floorResult
+}
 
 // added is what a tool adds over the containers alone: its own ticks and
 // the engine's extra.
@@ -95,7 +108,7 @@ func run(ctx context.Context) error {
 	for k := range *rounds {
 		fmt.Fprintf(os.Stderr, "overhead: round %d of %d\n", k+1, *rounds)
 		var r round
-		if r.alone, r.stats, err = containerWindows(ctx, eng, image, *lanes, *window, log); err != nil {
+		if r.alone, r.stats, r.floor, err = containerWindows(ctx, eng, image, *lanes, *window, log); err != nil {
 			return err
 		}
 		if r.lab, err = labWindow(ctx, *bin, *lanes, *window, 250*time.Millisecond); err != nil {
@@ -104,22 +117,24 @@ func run(ctx context.Context) error {
 		if r.lab1, err = labWindow(ctx, *bin, *lanes, *window, time.Second); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "overhead: alone %+v, docker stats %+v, Limit Lab %+v, at 1 Hz %+v\n", r.alone, r.stats, r.lab, r.lab1)
+		fmt.Fprintf(os.Stderr, "overhead: alone %+v, docker stats %+v, Limit Lab %+v, at 1 Hz %+v, the floor %+v\n", r.alone, r.stats, r.lab, r.lab1, r.floor)
 		results = append(results, r)
 	}
 	return benchdoc.Replace(*out, "<!-- overhead:begin -->", "<!-- overhead:end -->",
 		"## Limit Lab's own cost to the host (`make bench-overhead`)", report(results, *lanes, *window))
 }
 
-// containerWindows starts the containers, measures them alone, then with
-// `docker stats` streaming, and removes them.
-func containerWindows(ctx context.Context, eng *client.Client, image string, n int, window time.Duration, log *slog.Logger) (alone, stats ticks, err error) {
+// containerWindows starts the containers, measures them alone, takes the
+// floor's reading of them, measures them with `docker stats` streaming,
+// and removes them.
+func containerWindows(ctx context.Context, eng *client.Client, image string, n int, window time.Duration, log *slog.Logger) (alone, stats ticks, floor floorResult, err error) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	runID := "overhead-" + hex.EncodeToString(b)
-	lane := experiments.PlannedLane{Target: -1, Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 3 * window.Seconds()},
+	lane := experiments.PlannedLane{Target: -1, Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 5 * window.Seconds()},
 		Resources: experiments.Resources{NanoCPUs: 2e7}}
 	var ids []string
+	var pids []int
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -133,24 +148,33 @@ func containerWindows(ctx context.Context, eng *client.Client, image string, n i
 			ids = append(ids, c.ID)
 		}
 		if err != nil {
-			return alone, stats, err
+			return alone, stats, floor, err
 		}
 		if _, err := eng.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-			return alone, stats, err
+			return alone, stats, floor, err
 		}
+		ins, err := eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+		if err != nil || ins.Container.State == nil || ins.Container.State.Pid <= 0 {
+			return alone, stats, floor, errors.Join(fmt.Errorf("container %.12s has no pid", c.ID), err)
+		}
+		pids = append(pids, ins.Container.State.Pid)
 	}
 	settle(ctx)
 	alone = measure(ctx, window, 0)
+	if floor, err = floorWindow(ctx, ids, pids, window, 250*time.Millisecond); err != nil {
+		return alone, stats, floor, err
+	}
+	settle(ctx)
 	cmd := exec.CommandContext(ctx, "docker", append([]string{"stats", "--format", "{{.ID}} {{.CPUPerc}} {{.MemUsage}}"}, ids...)...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
-		return alone, stats, err
+		return alone, stats, floor, err
 	}
 	settle(ctx)
 	stats = measure(ctx, window, cmd.Process.Pid)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	return alone, stats, ctx.Err()
+	return alone, stats, floor, ctx.Err()
 }
 
 // labWindow starts the server, runs the same containers as one run of its
@@ -317,7 +341,7 @@ func report(rs []round, n int, window time.Duration) string {
 		fmt.Fprintf(&b, "| %d | Limit Lab running them (4 Hz) | %d | %d | %d | server %d | %d ticks: %s |\n", k+1, r.lab.dockerd, r.lab.containerd, r.lab.shims, r.lab.tool, r.added(r.lab), pct(r.added(r.lab)))
 		fmt.Fprintf(&b, "| %d | Limit Lab at 1 Hz | %d | %d | %d | server %d | %d ticks: %s |\n", k+1, r.lab1.dockerd, r.lab1.containerd, r.lab1.shims, r.lab1.tool, r.added(r.lab1), pct(r.added(r.lab1)))
 	}
-	b.WriteString("\n| round | Limit Lab adds ÷ `docker stats` adds: at 4 Hz | at 1 Hz | the engine's extra while Limit Lab samples (4 Hz) | the server's CPU per container-sample: 4 Hz | 1 Hz |\n| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n| round | Limit Lab adds ÷ `docker stats` adds: at 4 Hz | at 1 Hz | the engine's extra while Limit Lab samples (4 Hz) | the server's CPU per container-sample: 4 Hz | 1 Hz | the floor: the per-tick files alone, 4 Hz |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for k, r := range rs {
 		ratio := func(t ticks) string {
 			if a := r.added(r.stats); a > 0 {
@@ -331,7 +355,7 @@ func report(rs []round, n int, window time.Duration) string {
 		perSample := func(t ticks, hz float64) float64 {
 			return float64(t.tool) * 10e3 / (float64(n) * hz * window.Seconds())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d ticks | %.0f µs | %.0f µs |\n", k+1, ratio(r.lab), ratio(r.lab1), r.lab.engine()-r.alone.engine(), perSample(r.lab, 4), perSample(r.lab1, 1))
+		fmt.Fprintf(&b, "| %d | %s | %s | %d ticks | %.0f µs | %.0f µs | %.0f µs (%d files a tick) |\n", k+1, ratio(r.lab), ratio(r.lab1), r.lab.engine()-r.alone.engine(), perSample(r.lab, 4), perSample(r.lab1, 1), r.floor.perSample(), r.floor.Files)
 	}
 	return b.String()
 }

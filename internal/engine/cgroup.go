@@ -59,7 +59,7 @@ type openFile struct {
 
 // openRead opens path for reading, its descriptor taken once: os.File.Fd
 // asks the kernel for the file's flags at every call (an fcntl the Go
-// scheduler sees, which wakes its monitor thread; see readAt0).
+// scheduler sees, which wakes its monitor thread; see ReadAt0).
 func openRead(path string) (openFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -68,8 +68,8 @@ func openRead(path string) (openFile, error) {
 	return openFile{f, int(f.Fd())}, nil
 }
 
-// read re-reads the file from its start into *buf (readAt0).
-func (o openFile) read(buf *[]byte) ([]byte, error) { return readAt0(o.fd, o.f.Name(), buf) }
+// read re-reads the file from its start into *buf (ReadAt0).
+func (o openFile) read(buf *[]byte) ([]byte, error) { return ReadAt0(o.fd, o.f.Name(), buf) }
 
 var v1Controllers = []string{"cpuacct", "cpu", "memory", "blkio", "pids"}
 

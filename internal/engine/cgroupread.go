@@ -103,7 +103,7 @@ func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 	return f.read(&r.buf)
 }
 
-// readAt0 reads a file whole from offset 0 into *buf, growing it to fit,
+// ReadAt0 reads a file whole from offset 0 into *buf, growing it to fit,
 // with one pread: os.File.ReadAt would read again at the end to find EOF,
 // and a seq file (every cgroup and proc file) read at an offset other than
 // where its last read ended is generated anew from its start to get there.
@@ -116,7 +116,7 @@ func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 // here never wait: the kernel generates cgroup and proc files on the spot,
 // and a workload's progress file was written a moment ago and is in the
 // page cache. The worst a slow read does is hold its thread's P meanwhile.
-func readAt0(fd int, name string, buf *[]byte) ([]byte, error) {
+func ReadAt0(fd int, name string, buf *[]byte) ([]byte, error) {
 	if len(*buf) == 0 {
 		*buf = make([]byte, 4096)
 	}
@@ -310,6 +310,27 @@ func (r *CgroupReader) readV2() (Counters, error) {
 		}
 	}
 	return c, nil
+}
+
+// TickFiles are the files a reading takes every time, whatever rests
+// (cgroupslow.go): the least a sampler reads at each tick. The overhead
+// benchmark reads them alone, at the sampler's rate, for the floor of a
+// sample's cost (cmd/overhead).
+func (r *CgroupReader) TickFiles() []string {
+	var names []string
+	if r.v2 {
+		d := r.dirs["unified"]
+		names = []string{d + "/cpu.stat", d + "/io.stat"}
+		if fileExists(d + "/cpu.pressure") {
+			names = append(names, d+"/cpu.pressure", d+"/memory.pressure", d+"/io.pressure")
+		}
+	} else {
+		names = []string{r.dirs["cpuacct"] + "/cpuacct.usage", r.dirs["cpu"] + "/cpu.stat", r.dirs["blkio"] + "/blkio.throttle.io_serviced"}
+	}
+	if r.outer != "" {
+		names = append(names, r.outer+"/cpu.stat")
+	}
+	return names
 }
 
 // WriteCPUBurst gives the container a CFS burst of us microseconds: the

@@ -162,3 +162,33 @@ func TestSlowFilesV2(t *testing.T) {
 		t.Errorf("after the usage moved and a Refresh: mem %d, limit %d", c.MemBytes, c.MemLimit)
 	}
 }
+
+// TickFiles names the files every reading takes, and no file a reading
+// spaces out.
+func TestTickFiles(t *testing.T) {
+	for tree, want := range map[string][]string{
+		"cgroup-v1": {"cpuacct/docker/abc123/cpuacct.usage", "cpu/docker/abc123/cpu.stat", "blkio/docker/abc123/blkio.throttle.io_serviced"},
+		"cgroup-v2": {"system.slice/docker-abc123.scope/cpu.stat", "system.slice/docker-abc123.scope/io.stat",
+			"system.slice/docker-abc123.scope/cpu.pressure", "system.slice/docker-abc123.scope/memory.pressure", "system.slice/docker-abc123.scope/io.pressure"},
+	} {
+		root := fixture(t, tree)
+		r, err := FindCgroup(root, "abc123", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read(t, r)
+		got := r.TickFiles()
+		if len(got) != len(want) {
+			t.Errorf("%s: %q, want %q", tree, got, want)
+			continue
+		}
+		for k, name := range got {
+			if name != filepath.Join(root, want[k]) {
+				t.Errorf("%s: file %d is %s, want %s", tree, k, name, want[k])
+			}
+			if _, open := r.files[[2]string{filepath.Dir(name), filepath.Base(name)}]; !open {
+				t.Errorf("%s: %s is not one a reading took", tree, name)
+			}
+		}
+	}
+}

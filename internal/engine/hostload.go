@@ -259,7 +259,7 @@ func (d *DelayReader) linkCount() uint64 {
 		}
 		d.task = &f
 	}
-	// A raw fstat, as readAt0's pread: procfs answers it on the spot.
+	// A raw fstat, as ReadAt0's pread: procfs answers it on the spot.
 	var st syscall.Stat_t
 	if _, _, e := syscall.RawSyscall(syscall.SYS_FSTAT, uintptr(d.task.fd), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
 		return 0

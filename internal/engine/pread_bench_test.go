@@ -33,7 +33,7 @@ func BenchmarkReadsAtTicks(b *testing.B) {
 		read func(fd int, buf *[]byte) error
 	}{
 		{"scheduler-seen", func(fd int, buf *[]byte) error { _, err := syscall.Pread(fd, *buf, 0); return err }},
-		{"raw", func(fd int, buf *[]byte) error { _, err := readAt0(fd, "", buf); return err }},
+		{"raw", func(fd int, buf *[]byte) error { _, err := ReadAt0(fd, "", buf); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			buf := make([]byte, 4096)

@@ -46,7 +46,7 @@ func (p *ProgressReader) Read() (wire.Progress, bool) {
 		}
 		p.f, p.fd = f, int(f.Fd())
 	}
-	b, err := readAt0(p.fd, p.path, &p.buf)
+	b, err := ReadAt0(p.fd, p.path, &p.buf)
 	if err != nil {
 		return wire.Progress{}, false
 	}
