@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // The floor is what a sample cannot cost less than on this host: a
@@ -53,7 +52,7 @@ func floorMain(args []string) error {
 		if err != nil {
 			return err
 		}
-		names := append(cg.TickFiles(), "/proc/"+strconv.Itoa(pid)+"/root"+wire.ProgressPath)
+		names := append(cg.TickFiles(), engine.ProgressPathOf(pid))
 		for _, name := range names {
 			f, err := os.Open(name)
 			if err != nil {

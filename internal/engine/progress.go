@@ -28,7 +28,13 @@ type ProgressReader struct {
 // OpenProgress returns the reader of the progress file of the container
 // whose process is pid; the file need not exist yet.
 func OpenProgress(pid int) *ProgressReader {
-	return &ProgressReader{path: "/proc/" + strconv.Itoa(pid) + "/root" + wire.ProgressPath, buf: make([]byte, 4096)}
+	return &ProgressReader{path: ProgressPathOf(pid), buf: make([]byte, 4096)}
+}
+
+// ProgressPathOf is where the server sees the progress file of the
+// container whose process is pid.
+func ProgressPathOf(pid int) string {
+	return "/proc/" + strconv.Itoa(pid) + "/root" + wire.ProgressPath
 }
 
 // Read returns the latest whole record, and whether it is newer than the
