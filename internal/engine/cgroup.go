@@ -43,8 +43,13 @@ type CgroupReader struct {
 	// runs out first: the container's throttling is counted at either.
 	outer string
 
-	mu     sync.Mutex
-	files  map[[2]string]openFile // by directory and name, opened on first use
+	mu    sync.Mutex
+	files map[[2]string]openFile // by directory and name, opened on first use
+	// absent are the files that did not exist when first asked for (PSI
+	// on a kernel without it, io.stat without the io controller): a
+	// cgroup's files are fixed when it is made, so they are not looked
+	// for again at every tick.
+	absent map[[2]string]error
 	buf    []byte
 	closed bool
 	slow   slowFiles

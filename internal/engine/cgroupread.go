@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,7 +94,16 @@ func (r *CgroupReader) readFile(dir, name string) ([]byte, error) {
 	key := [2]string{dir, name}
 	f, ok := r.files[key]
 	if !ok {
+		if err, gone := r.absent[key]; gone {
+			return nil, err
+		}
 		o, err := openRead(dir + "/" + name)
+		if errors.Is(err, fs.ErrNotExist) {
+			if r.absent == nil {
+				r.absent = map[[2]string]error{}
+			}
+			r.absent[key] = err
+		}
 		if err != nil {
 			return nil, err
 		}

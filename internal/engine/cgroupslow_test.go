@@ -192,3 +192,30 @@ func TestTickFiles(t *testing.T) {
 		}
 	}
 }
+
+// A file a cgroup lacks (PSI on a kernel built without it) is looked for
+// once, at the first reading, not at every tick after it.
+func TestAnAbsentFileIsNotLookedForAgain(t *testing.T) {
+	root := fixture(t, "cgroup-v2")
+	dir := filepath.Join(root, "system.slice/docker-abc123.scope")
+	for _, f := range []string{"cpu.pressure", "memory.pressure", "io.pressure"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := FindCgroup(root, "abc123", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := read(t, r); c.HasPressure {
+		t.Fatalf("pressure read from a cgroup without PSI: %+v", c)
+	}
+	if _, remembered := r.absent[[2]string{dir, "cpu.pressure"}]; !remembered {
+		t.Errorf("cpu.pressure's absence was not remembered: %v", r.absent)
+	}
+	// Were it looked for again, the reading would find it now.
+	write(t, filepath.Join(dir, "cpu.pressure"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=5000\n")
+	if c := read(t, r); c.HasPressure {
+		t.Errorf("cpu.pressure was opened again at a later tick: %+v", c)
+	}
+}
