@@ -222,13 +222,17 @@ func (p *Pods) Logs(ctx context.Context, id string, stdout, stderr io.Writer) er
 }
 
 // Signal asks a lane to stop: its pod is deleted, with a grace period for
-// SigTerm (kubelet sends SIGTERM, then SIGKILL) and none for SigKill.
+// SigTerm (kubelet sends SIGTERM, then SIGKILL) and the least there is for
+// SigKill. A grace period of 0 would remove the pod from the API at once,
+// before kubelet had stopped its container or said how it ended: the
+// lane's Wait would see the pod gone without an exit (a lane killed at the
+// run's duration would fail its run).
 func (p *Pods) Signal(id string, sig engine.StopSignal, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	grace := int64(gracePeriod)
 	if sig == engine.SigKill {
-		grace = 0
+		grace = 1
 	}
 	if err := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace).Delete(ctx, id, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !notFound(err) {
 		log.Debug("signal pod", slog.String("pod", id), slog.String("signal", string(sig)), slog.Any("err", err))

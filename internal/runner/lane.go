@@ -34,7 +34,14 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	if !ok {
 		return
 	}
-	began := start // what the run's duration counts from
+	// What the run's duration counts from: the run's start, or later
+	// where the engine took longer to start the lane than its phase's
+	// offset (a cluster's node making a pod can take most of a short
+	// run), so that the lane still has its planned time to run.
+	began := start
+	if late := time.Now().Add(-r.plan.Lanes[i].StartAt); late.After(began) {
+		began = late
+	}
 	if gate != nil && pid > 0 {
 		// The lanes begin their work together: from then on they run,
 		// and have the run's duration.
@@ -238,7 +245,7 @@ func (x *execution) awaitExit(ctx context.Context, i int, id string, start, bega
 	r := x.r
 	// A sequential lane has the run's duration to itself; a parallel one
 	// ends with the run, whose duration counts from its start barrier
-	// where its lanes wait at one.
+	// where its lanes wait at one (began: runLane).
 	limit := r.plan.Duration
 	if r.plan.Mode == experiments.Parallel {
 		limit = time.Until(began.Add(r.plan.Duration))

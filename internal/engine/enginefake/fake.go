@@ -36,6 +36,10 @@ type Engine struct {
 	// CreateGate, if set, holds every ContainerCreate until it receives
 	// (or is closed): a create the engine is slow to finish.
 	CreateGate chan struct{}
+	// StartDelay, if set, is how long each ContainerStart takes before
+	// the container runs: an engine slow to start a lane (a cluster's
+	// node making a pod).
+	StartDelay time.Duration
 	// Host is the host the engine reports.
 	Host
 
@@ -155,10 +159,19 @@ func (e *Engine) get(id string) (*fakeContainer, error) {
 	return nil, fmt.Errorf("Error: No such container: %s", id)
 }
 
-func (e *Engine) ContainerStart(_ context.Context, id string, _ client.ContainerStartOptions) (client.ContainerStartResult, error) {
+func (e *Engine) ContainerStart(ctx context.Context, id string, _ client.ContainerStartOptions) (client.ContainerStartResult, error) {
 	c, err := e.get(id)
 	if err != nil {
 		return client.ContainerStartResult{}, err
+	}
+	if e.StartDelay > 0 {
+		t := time.NewTimer(e.StartDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return client.ContainerStartResult{}, ctx.Err()
+		}
 	}
 	runtime := e.Runtime
 	if runtime == 0 {
