@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fixture copies a test cgroup tree where a test may change its files.
@@ -164,7 +168,10 @@ func TestSlowFilesV2(t *testing.T) {
 }
 
 // TickFiles names the files every reading takes, and no file a reading
-// spaces out.
+// spaces out: each file it names was opened by a reading, and a second
+// reading within the second, once the gauges rest, reads exactly those
+// (told by the files' access times: every file's is set back a day first, and a read on a
+// relatime file system moves it).
 func TestTickFiles(t *testing.T) {
 	for tree, want := range map[string][]string{
 		"cgroup-v1": {"cpuacct/docker/abc123/cpuacct.usage", "cpu/docker/abc123/cpu.stat", "blkio/docker/abc123/blkio.throttle.io_serviced"},
@@ -190,7 +197,47 @@ func TestTickFiles(t *testing.T) {
 				t.Errorf("%s: %s is not one a reading took", tree, name)
 			}
 		}
+		// The gauges (memory usage, pids) count as moved at their first
+		// reading and rest from the second that finds them still.
+		read(t, r)
+		read := readBy(t, root, func() { read(t, r) })
+		if !slices.Equal(read, slices.Sorted(slices.Values(got))) {
+			t.Errorf("%s: a reading within the second read\n%q\nbut TickFiles names\n%q", tree, read, got)
+		}
 	}
+}
+
+// readBy lists, sorted, the files under root that do reads, by their
+// access times.
+func readBy(t *testing.T, root string, do func()) []string {
+	t.Helper()
+	day := time.Now().Add(-24 * time.Hour)
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files = append(files, p)
+		return os.Chtimes(p, day.Add(-24*time.Hour), day)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do()
+	var read []string
+	for _, p := range files {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); time.Unix(st.Atim.Unix()).After(day) {
+			read = append(read, p)
+		}
+	}
+	if len(read) == 0 {
+		t.Fatalf("no file under %s shows a read: its file system does not keep access times (noatime)", root)
+	}
+	return read
 }
 
 // A file a cgroup lacks (PSI on a kernel built without it) is looked for
