@@ -13,7 +13,7 @@ import (
 // has the run's duration to run: its time counts from its start, not from
 // the run's. Here the engine takes 0.3 s to start a lane that runs for
 // 0.8 s in a run of 1 s; counted from the run's start it would be killed.
-func TestASlowStartDoesNotShortenALane(t *testing.T) {
+func TestFakeSlowStartDoesNotShortenALane(t *testing.T) {
 	fake := enginefake.New()
 	fake.StartDelay, fake.Runtime = 300*time.Millisecond, 800*time.Millisecond
 	m := fakeManager(t, fake, workshop.Options{})
