@@ -46,7 +46,9 @@ func TestReadRestsAnIdleEngineProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dockerd := func(utime int) { write("4242/stat", fmt.Sprintf("4242 (dockerd) S 1 1 1 0 -1 0 0 0 0 0 %d 50 0 0 20 0 1 0\n", utime)) }
+	dockerd := func(utime int) {
+		write("4242/stat", fmt.Sprintf("4242 (dockerd) S 1 1 1 0 -1 0 0 0 0 0 %d 50 0 0 20 0 1 0\n", utime))
+	}
 	write("stat", "cpu  100 0 100 1000 0 0 0 0 0 0\n")
 	dockerd(100)
 	h := newHostLoad([]int{4242}, 250*time.Millisecond)
