@@ -22,9 +22,12 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	id, start := ls.id, r.st.start
 	r.mu.Unlock()
 	// Waiting must outlive ctx: after a stop the lane is killed and its
-	// exit still has to be collected.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Duration+time.Minute)
+	// exit still has to be collected. It is bounded by the lane's end, a
+	// minute after it is due (moved below once the lane has started).
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer wcancel()
+	bound := time.AfterFunc(r.plan.Duration+time.Minute, wcancel)
+	defer bound.Stop()
 	wait := be.Wait(wctx, id)
 	gate := x.barriers[i]
 	if gate != nil {
@@ -50,6 +53,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 			began = at
 		}
 	}
+	bound.Reset(time.Until(began.Add(r.plan.Duration + time.Minute)))
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 
 	lctx, lcancel := context.WithCancel(wctx)
