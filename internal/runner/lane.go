@@ -12,6 +12,11 @@ import (
 	"github.com/limitlab/limitlab/internal/experiments"
 )
 
+// waitSlack is how long past its end a lane's exit is waited for: an
+// engine that has killed a lane and never reports its exit holds the run
+// no longer than this.
+var waitSlack = time.Minute
+
 // runLane starts lane i, follows it until it exits (killing it at the run's
 // duration or when the run is stopped) and records its results.
 func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
@@ -22,12 +27,11 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	id, start := ls.id, r.st.start
 	r.mu.Unlock()
 	// Waiting must outlive ctx: after a stop the lane is killed and its
-	// exit still has to be collected. It is bounded by the lane's end, a
-	// minute after it is due (moved below once the lane has started).
+	// exit still has to be collected. It is bounded by the lane's end,
+	// waitSlack after it is due, once the lane has started (the start is
+	// bounded by the engine's own timeout).
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer wcancel()
-	bound := time.AfterFunc(r.plan.Duration+time.Minute, wcancel)
-	defer bound.Stop()
 	wait := be.Wait(wctx, id)
 	gate := x.barriers[i]
 	if gate != nil {
@@ -53,7 +57,8 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 			began = at
 		}
 	}
-	bound.Reset(time.Until(began.Add(r.plan.Duration + time.Minute)))
+	bound := time.AfterFunc(time.Until(began.Add(r.plan.Duration+waitSlack)), wcancel)
+	defer bound.Stop()
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 
 	lctx, lcancel := context.WithCancel(wctx)
