@@ -27,9 +27,9 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 	id, start := ls.id, r.st.start
 	r.mu.Unlock()
 	// Waiting must outlive ctx: after a stop the lane is killed and its
-	// exit still has to be collected. It is bounded by the lane's end,
-	// waitSlack after it is due, once the lane has started (the start is
-	// bounded by the engine's own timeout).
+	// exit still has to be collected. It is bounded once the lane has
+	// started, waitSlack after the lane's end; until then the start ends
+	// with ctx (a pod's also within five minutes).
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer wcancel()
 	wait := be.Wait(wctx, id)
