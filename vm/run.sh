@@ -82,20 +82,23 @@ boot() {
   qemu_pid=
 }
 
-# A kernel that panics while it boots, before the VM's engine is up and
-# before any test has run, is booted once more: under TCG with two vCPUs
-# the kernel's live patching of its own code has hit a stale breakpoint
-# (an int3 oops in sched_clock_cpu, 2026-12-06). A panic later is a
-# failure like any other.
+# A kernel that panics is booted once more, and the suite runs again from
+# the start: under TCG with two vCPUs the kernel has twice oopsed on a
+# stale breakpoint while patching its own code (int3 in sched_clock_cpu
+# while booting, in dequeue_entities once a run's first CPU quota came,
+# 2026-12-06). Only a panic on the console is retried, and only once.
 for attempt in 1 2; do
   log "booting $(basename "$kdir") under TCG (2 vCPUs, 4 GiB)$([ "$attempt" = 1 ] || echo ", once more"); results in $out"
   start=$(date +%s)
   boot
   log "the VM ran $(( $(date +%s) - start )) s (qemu exit $rc)"
-  [ "$attempt" = 1 ] && [ ! -f "$out/cgroup-version" ] && grep -q 'Kernel panic' "$out/console.txt" || break
-  echo "vm: the VM's kernel panicked while it booted, before its engine was up; its console's last lines:" >&2
+  [ "$attempt" = 1 ] && grep -q 'Kernel panic' "$out/console.txt" || break
+  echo "vm: the VM's kernel panicked; its console's last lines:" >&2
   tail -n 40 "$out/console.txt" | sed 's/^/vm:   /' >&2
   mv "$out/console.txt" "$out/console-panicked.txt"
+  # What the guest wrote before it: its engine's version, logs and exits.
+  find "$out" -maxdepth 1 -type f ! -name script ! -name 'console-*' ! -name disk.img -delete
+  echo "vm: the suite runs once more, on the VM booted again" >&2
 done
 
 [ -f "$out/cgroup-version" ] || fail "the VM's engine never came up (see the console above)"
