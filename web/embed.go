@@ -50,6 +50,11 @@ func (h *handlers) embeddable(next http.Handler) http.Handler {
 // embedRun is a run's replay for another site's frame: the published page,
 // which sizes itself to the frame and tells it its height.
 func (h pages) embedRun(w http.ResponseWriter, r *http.Request) {
+	release, ok := h.exportSlot(w, r, "run")
+	if !ok {
+		return
+	}
+	defer release()
 	page, err := h.published(r.Context(), chi.URLParam(r, "id"), true)
 	if err != nil {
 		h.writePublishFailure(w, err)
@@ -58,7 +63,7 @@ func (h pages) embedRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page's own policy (a meta element) allows its inline scripts by
 	// hash; the header allows the framing sites.
-	_, _ = newDeadlineWriter(w, h.WriteTimeout).Write(page)
+	_, _ = newFloorWriter(w, h.WriteTimeout).Write(page)
 }
 
 func (h *handlers) writePublishFailure(w http.ResponseWriter, err error) {
@@ -82,8 +87,8 @@ func (h *handlers) published(ctx context.Context, id string, embed bool) ([]byte
 	if embed {
 		key += "/embed"
 	}
-	if page, ok := h.publishedPages.get(key, time.Now()); ok {
-		return page, nil
+	if page, err, ok := h.publishedPages.get(key, time.Now()); ok {
+		return page, err
 	}
 	select {
 	case h.publishSlots <- struct{}{}:
@@ -92,18 +97,25 @@ func (h *handlers) published(ctx context.Context, id string, embed bool) ([]byte
 		return nil, ctx.Err()
 	}
 	// Made meanwhile by the request this one waited behind.
-	if page, ok := h.publishedPages.get(key, time.Now()); ok {
-		return page, nil
+	if page, err, ok := h.publishedPages.get(key, time.Now()); ok {
+		return page, err
 	}
 	e, err := h.History.Export(id)
 	if err != nil {
 		return nil, err
 	}
 	page, err := h.publisher.Page(e, embed)
-	if err != nil {
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge) && e.Run.Ended:
+		// An ended run too large to publish stays so: it is refused from
+		// now on without being made again.
+		h.publishedPages.refuse(key, err)
+		return nil, err
+	case err != nil:
 		return nil, err
 	}
-	h.publishedPages.put(key, page, e.Run.Ended, time.Now())
+	h.publishedPages.put(key, keptPage{page: page, ended: e.Run.Ended}, time.Now())
 	return page, nil
 }
 
@@ -115,30 +127,60 @@ const (
 	runningKept   = 2 * time.Second
 )
 
-// pageCache keeps the last few published pages.
+// pageCache keeps the last few published pages, and the ended runs found
+// too large to publish.
 type pageCache struct {
 	mu    sync.Mutex
 	order []string
 	pages map[string]keptPage
+	// refused are the ended runs too large to publish, and why; at most
+	// maxRefused, the first forgotten first.
+	refused      map[string]error
+	refusedOrder []string
 }
 
+// maxRefused bounds the runs remembered as too large to publish.
+const maxRefused = 1024
+
+// refuse remembers that an ended run's page is too large to make.
+func (c *pageCache) refuse(key string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refused == nil {
+		c.refused = map[string]error{}
+	}
+	if _, ok := c.refused[key]; ok {
+		return
+	}
+	if len(c.refusedOrder) == maxRefused {
+		delete(c.refused, c.refusedOrder[0])
+		c.refusedOrder = c.refusedOrder[1:]
+	}
+	c.refused[key] = err
+	c.refusedOrder = append(c.refusedOrder, key)
+}
+
+// keptPage is a published page.
 type keptPage struct {
 	page  []byte
 	ended bool
 	at    time.Time
 }
 
-func (c *pageCache) get(key string, now time.Time) ([]byte, bool) {
+func (c *pageCache) get(key string, now time.Time) ([]byte, error, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err, ok := c.refused[key]; ok {
+		return nil, err, true
+	}
 	p, ok := c.pages[key]
 	if !ok || (!p.ended && now.Sub(p.at) > runningKept) {
-		return nil, false
+		return nil, nil, false
 	}
-	return p.page, true
+	return p.page, nil, true
 }
 
-func (c *pageCache) put(key string, page []byte, ended bool, now time.Time) {
+func (c *pageCache) put(key string, p keptPage, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pages == nil {
@@ -151,5 +193,6 @@ func (c *pageCache) put(key string, page []byte, ended bool, now time.Time) {
 		}
 		c.order = append(c.order, key)
 	}
-	c.pages[key] = keptPage{page: page, ended: ended, at: now}
+	p.at = now
+	c.pages[key] = p
 }

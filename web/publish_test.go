@@ -179,21 +179,21 @@ func BenchmarkPublishPage(b *testing.B) {
 func TestPublishedPagesAreKeptAWhile(t *testing.T) {
 	var c pageCache
 	now := time.Now()
-	c.put("running", []byte("r"), false, now)
-	c.put("ended", []byte("e"), true, now)
-	if _, ok := c.get("running", now.Add(runningKept/2)); !ok {
+	c.put("running", keptPage{page: []byte("r")}, now)
+	c.put("ended", keptPage{page: []byte("e"), ended: true}, now)
+	if _, _, ok := c.get("running", now.Add(runningKept/2)); !ok {
 		t.Error("a running run's page is not kept for a moment")
 	}
-	if _, ok := c.get("running", now.Add(2*runningKept)); ok {
+	if _, _, ok := c.get("running", now.Add(2*runningKept)); ok {
 		t.Error("a running run's page is kept past its moment")
 	}
-	if _, ok := c.get("ended", now.Add(time.Hour)); !ok {
+	if _, _, ok := c.get("ended", now.Add(time.Hour)); !ok {
 		t.Error("an ended run's page is not kept")
 	}
 	for i := range publishedKept {
-		c.put(fmt.Sprint(i), nil, true, now)
+		c.put(fmt.Sprint(i), keptPage{ended: true}, now)
 	}
-	if _, ok := c.get("ended", now); ok || len(c.pages) != publishedKept {
+	if _, _, ok := c.get("ended", now); ok || len(c.pages) != publishedKept {
 		t.Errorf("%d pages kept, the oldest still there: want the last %d", len(c.pages), publishedKept)
 	}
 }

@@ -59,8 +59,12 @@ type History interface {
 	Feed(id string) (*hub.Hub, bool)
 	// Series is a spec's repeats, by its first run's id.
 	Series(id string) (workshop.SeriesView, bool)
+	// Export is a run as a file, whole in memory; WriteExport writes it
+	// as it reads it.
 	Export(id string) (workshop.Export, error)
-	Import(e workshop.Export) (string, error)
+	WriteExport(w io.Writer, id string) error
+	// Import reads a file of at most size bytes and records its run.
+	Import(r io.Reader, size int64) (string, error)
 	WriteCSV(w io.Writer, id string) error
 }
 
@@ -231,6 +235,7 @@ type handlers struct {
 	publisher      *Publisher
 	publishSlots   chan struct{}
 	publishedPages pageCache
+	exports        exportSlots
 	// roomEnded are the room view's rows of ended runs, by run id.
 	roomMu    sync.Mutex
 	roomEnded map[string]RoomRow

@@ -2,18 +2,13 @@ package web
 
 import (
 	"crypto/subtle"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
-	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // MinPresenterToken is the shortest presenter token the server takes.
@@ -83,93 +78,6 @@ func (h *handlers) mayControl(r *http.Request, id string) bool {
 	}
 	owner, live := h.Runs.Owner(id)
 	return !live || owner == participantOf(r)
-}
-
-// maxImportBytes bounds an imported run: a twelve-lane run of ten minutes
-// at 100 ms samples is about 40 MiB of JSON.
-const maxImportBytes = 64 << 20
-
-func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	format := r.URL.Query().Get("format")
-	if format == "" {
-		format = "json"
-	}
-	v, ok := h.History.View(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, "run", "no such run")
-		return
-	}
-	name := "limitlab-" + id
-	switch format {
-	case "lab":
-		// The run's spec as a lab file for -labs, its lab's texts, verdict
-		// and steps with it where it ran one.
-		var from *experiments.Lab
-		if lab, ok := experiments.LabByID(v.Lab); ok {
-			from = &lab
-		}
-		lab := experiments.LabFile(experiments.LabID(v.Name, id[:min(6, len(id))]), v.Spec, from)
-		w.Header().Set("Content-Disposition", `attachment; filename="`+lab.ID+`.json"`)
-		writeJSON(w, http.StatusOK, lab)
-	case "json":
-		e, err := h.History.Export(id)
-		if err != nil {
-			writeFailure(w, "run", err)
-			return
-		}
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.json"`)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		enc := json.NewEncoder(newDeadlineWriter(w, h.WriteTimeout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(e); err != nil {
-			h.Log.Debug("export json", slog.String("run", id), slog.Any("err", err))
-		}
-	case "csv":
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
-		if err := h.History.WriteCSV(newDeadlineWriter(w, h.WriteTimeout), id); err != nil {
-			h.Log.Error("export csv", slog.String("run", id), slog.Any("err", err))
-		}
-	case "html":
-		// One page that replays the run with no server: docs/tutorials.md.
-		page, err := h.published(r.Context(), id, false)
-		if err != nil {
-			h.writePublishFailure(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.html"`)
-		_, _ = newDeadlineWriter(w, h.WriteTimeout).Write(page)
-	default:
-		writeError(w, http.StatusBadRequest, "format", fmt.Sprintf("format %q: want json, csv, html or lab", format))
-	}
-}
-
-func (h api) apiImport(w http.ResponseWriter, r *http.Request) {
-	if !h.imports.allow(participantOf(r), time.Now(), ImportsPerMinute) {
-		writeError(w, http.StatusTooManyRequests, "import", fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute))
-		return
-	}
-	var e workshop.Export
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxImportBytes))
-	if err := dec.Decode(&e); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "import", "import: larger than 64 MiB")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "import", "import: not JSON: "+err.Error())
-		return
-	}
-	id, err := h.History.Import(e)
-	if err != nil {
-		writeFailure(w, "import", err)
-		return
-	}
-	w.Header().Set("Location", "/runs/"+id)
-	writeJSON(w, http.StatusCreated, createdBody{ID: id})
 }
 
 func (h presenter) apiFeature(w http.ResponseWriter, r *http.Request) {

@@ -132,6 +132,7 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	c.defaultMem = DefaultLaneMemory
 	fs.Var(memoryFlag{&c.defaultMem}, "default-memory", "--memory of a lane that sets none, so that no service under load takes what it likes of the host; a Kubernetes lane keeps its QoS class (0: none)")
 	fs.IntVar(&c.keep.Runs, "keep-runs", workshop.DefaultKeepRuns, "ended runs the store keeps; older ones are removed as new ones end, never a live or the featured run (-1: no bound but -keep-days)")
+	fs.IntVar(&c.keep.Imports, "keep-imports", workshop.DefaultKeepImports, "imported runs the store keeps, apart from the runs made here; the first imported are removed first")
 	raw.keepDays = fs.Float64("keep-days", 0, "days an ended run is kept, however few runs there are (0: no bound but -keep-runs)")
 	c.quotas = workshop.DefaultQuotas
 	fs.IntVar(&c.quotas.Participant.Runs, "participant-runs", c.quotas.Participant.Runs, "queued or running runs per participant (0: no limit)")
@@ -174,6 +175,9 @@ func (c *config) finish(raw rawFlags) error {
 	}
 	if c.keep.Runs == 0 || c.keep.Runs < -1 || *raw.keepDays < 0 {
 		return fmt.Errorf("-keep-runs %d, -keep-days %g: want a number of runs of at least 1 (or -1: none), and days of 0 or more", c.keep.Runs, *raw.keepDays)
+	}
+	if c.keep.Imports < 1 {
+		return fmt.Errorf("-keep-imports %d: want at least 1", c.keep.Imports)
 	}
 	c.keep.Age = time.Duration(*raw.keepDays * 24 * float64(time.Hour))
 	if c.addressConns < 1 || c.maxConns < 1 {

@@ -355,17 +355,61 @@ func (s *Store) Messages(id string) ([][]byte, error) {
 	return out, rows.Err()
 }
 
-// Prune removes ended runs, with their streams, beyond the newest keep
-// (none if keep is 0) and those created before before (none if it is
-// zero), oldest first; it never removes a run in one of the live states,
-// nor the featured run. It says how many it removed.
+// messagePage is how many messages EachMessage reads per query: a
+// query holds one of the pool's few connections only while it reads a
+// page, so that a slow reader of a long export never keeps one.
+const messagePage = 64
+
+// EachMessage calls f with each of a run's messages, in order, reading
+// them a page at a time: the caller holds one page, never the whole
+// stream. f must not keep the slice it is given past its call unless it
+// copies it. A run removed meanwhile ends the walk early.
+func (s *Store) EachMessage(id string, f func([]byte) error) error {
+	var after int64 = -1
+	for {
+		rows, err := s.db.Query(`SELECT seq, body FROM messages WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, messagePage)
+		if err != nil {
+			return err
+		}
+		var page [][]byte
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&after, &b); err != nil {
+				rows.Close()
+				return err
+			}
+			page = append(page, b)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		for _, b := range page {
+			if err := f(b); err != nil {
+				return err
+			}
+		}
+		if len(page) < messagePage {
+			return nil
+		}
+	}
+}
+
+// Prune removes runs made here (not imported), with their streams, beyond
+// the newest keep (none if keep is 0) and those created before before
+// (none if it is zero), oldest first; it never removes a run in one of
+// the live states, nor the featured run. It says how many it removed.
+// Imported runs have their own bound (PruneImported): however many are
+// imported, and whatever times their files claim, they push no run made
+// here out.
 func (s *Store) Prune(keep int, before time.Time, live []string) (int, error) {
 	if keep <= 0 && before.IsZero() {
 		return 0, nil
 	}
 	// The candidates: ended runs, the featured one apart.
 	placeholders := strings.TrimSuffix(strings.Repeat("?, ", len(live)), ", ")
-	candidates := `SELECT id FROM runs WHERE state NOT IN (` + placeholders + `)
+	candidates := `SELECT id FROM runs WHERE imported = 0 AND state NOT IN (` + placeholders + `)
 		AND id <> coalesce((SELECT id FROM runs WHERE featured_at IS NOT NULL ORDER BY featured_at DESC LIMIT 1), '')`
 	var conds []string
 	var args []any
@@ -387,6 +431,27 @@ func (s *Store) Prune(keep int, before time.Time, live []string) (int, error) {
 	var removed int64
 	err := s.enqueue(func(tx *sql.Tx) error {
 		res, err := tx.Exec(`DELETE FROM runs WHERE `+strings.Join(conds, " OR "), args...)
+		if err != nil {
+			return err
+		}
+		removed, _ = res.RowsAffected()
+		return nil
+	}, true)
+	return int(removed), err
+}
+
+// PruneImported removes imported runs beyond the newest keep, in the order
+// they were imported (the time a file claims plays no part), never the
+// featured run. It says how many it removed.
+func (s *Store) PruneImported(keep int) (int, error) {
+	if keep <= 0 {
+		return 0, nil
+	}
+	var removed int64
+	err := s.enqueue(func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE imported = 1
+			AND id <> coalesce((SELECT id FROM runs WHERE featured_at IS NOT NULL ORDER BY featured_at DESC LIMIT 1), '')
+			ORDER BY rowid DESC LIMIT -1 OFFSET ?)`, keep)
 		if err != nil {
 			return err
 		}

@@ -88,6 +88,16 @@ func cost(s stored) int64 {
 	return n
 }
 
+// peek returns the run if the cache holds it, loading nothing.
+func (c *streamCache) peek(id string) (stored, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[id]; ok {
+		return el.Value.(*cached).s, true
+	}
+	return stored{}, false
+}
+
 func (c *streamCache) put(id string, s stored) {
 	n := cost(s)
 	c.mu.Lock()

@@ -230,7 +230,7 @@ func TestFakeImportChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Archive().Import(e); err != nil {
+	if _, err := m.Archive().ImportExport(e); err != nil {
 		t.Fatalf("import of an export: %v", err)
 	}
 	mutate := func(f func(e *workshop.Export)) workshop.Export {
@@ -251,7 +251,7 @@ func TestFakeImportChecks(t *testing.T) {
 		e.Run.Series = &runner.Series{ID: "../../admin", Runs: []string{"x"}}
 		e.Run.Engine = "<img src=x onerror=alert(1)>"
 	})
-	id, err := m.Archive().Import(planted)
+	id, err := m.Archive().ImportExport(planted)
 	if err != nil {
 		t.Fatalf("import of a planted file: %v", err)
 	}
@@ -303,7 +303,7 @@ func TestFakeImportChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := m.Archive().Import(tt.e)
+			_, err := m.Archive().ImportExport(tt.e)
 			var invalid *workshop.InvalidImportError
 			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("import: %v, want an invalid import naming %q", err, tt.want)
@@ -367,7 +367,7 @@ func TestFakeFullDiskRefusesNewRuns(t *testing.T) {
 	}
 	// An import is recorded as a run is, and refused alike.
 	e := workshop.Export{Format: workshop.ExportFormat, Version: 1}
-	if _, err := m.Archive().Import(e); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
+	if _, err := m.Archive().ImportExport(e); !errors.Is(err, workshop.ErrStore) || !strings.Contains(err.Error(), "free") {
 		t.Errorf("an import on a store without room: %v", err)
 	}
 }

@@ -59,7 +59,15 @@ type Archive struct {
 type Retention struct {
 	Runs int
 	Age  time.Duration
+	// Imports bounds the imported runs kept, apart from the runs made
+	// here: the newest Imports by when they were imported
+	// (DefaultKeepImports if 0).
+	Imports int
 }
+
+// DefaultKeepImports is how many imported runs the store keeps unless
+// told.
+const DefaultKeepImports = 200
 
 // DefaultKeepRuns is how many ended runs the store keeps unless told: a
 // workshop's week of runs in about a gigabyte of a laptop's disk (a run
@@ -81,6 +89,22 @@ func (a *Archive) prune() {
 		a.log.Error("store: prune", slog.Any("err", err))
 	case n > 0:
 		a.log.Info("store: removed the oldest ended runs", slog.Int("runs", n), slog.Int("keep_runs", a.keep.Runs), slog.Duration("keep_age", a.keep.Age))
+	}
+}
+
+// pruneImports removes the imported runs beyond their own bound, the
+// first imported first.
+func (a *Archive) pruneImports() {
+	keep := a.keep.Imports
+	if keep <= 0 {
+		keep = DefaultKeepImports
+	}
+	n, err := a.st.PruneImported(keep)
+	switch {
+	case err != nil:
+		a.log.Error("store: prune imports", slog.Any("err", err))
+	case n > 0:
+		a.log.Info("store: removed the first imported runs", slog.Int("runs", n), slog.Int("keep_imports", keep))
 	}
 }
 
@@ -133,17 +157,35 @@ func (a *Archive) read(id string) (stored, error) {
 	return s, nil
 }
 
-// viewAndStream is a run's view and everything it published so far,
-// whether it is in memory or in the store.
-func (a *Archive) viewAndStream(id string) (runner.RunView, [][]byte, error) {
+// source is a run's view and a walk over everything it published so
+// far: from memory for a live run or one in the cache, otherwise from the
+// store a page at a time. The walk's messages are in today's shape.
+func (a *Archive) source(id string) (runner.RunView, func(func([]byte) error) error, error) {
 	if r, ok := a.live(id); ok {
-		return r.View(), r.Hub().History(), nil
+		return r.View(), eachOf(r.Hub().History()), nil
 	}
-	s, err := a.load(id)
-	if err != nil {
-		return runner.RunView{}, nil, fmt.Errorf("%w %q", err, id)
+	if s, ok := a.cache.peek(id); ok {
+		return s.view, eachOf(s.hub.History()), nil
 	}
-	return s.view, s.hub.History(), nil
+	v, ok := a.view(id)
+	if !ok {
+		return runner.RunView{}, nil, fmt.Errorf("%w %q", ErrNoRun, id)
+	}
+	return v, func(f func([]byte) error) error {
+		return a.st.EachMessage(id, func(b []byte) error { return f(current(b)) })
+	}, nil
+}
+
+// eachOf walks messages held in memory.
+func eachOf(msgs [][]byte) func(func([]byte) error) error {
+	return func(f func([]byte) error) error {
+		for _, m := range msgs {
+			if err := f(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // list is the stored history, newest first.

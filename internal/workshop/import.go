@@ -2,7 +2,6 @@ package workshop
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,7 +13,6 @@ import (
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/runner"
-	"github.com/limitlab/limitlab/internal/store"
 )
 
 // Bounds on what an imported file may hold beyond its spec's lanes.
@@ -25,96 +23,6 @@ const (
 	maxImportEvents  = 100
 	maxImportBounds  = 2 * experiments.MaxLanes
 )
-
-// Import records an exported run under a new id and returns the id. A
-// file is data from anywhere: the spec is validated as a submission's is
-// (for form, not against this host: a run measured elsewhere may ask for
-// CPUs this host lacks); every view in it is checked against that spec,
-// and what the page turns into commands to copy (docker run, docker
-// update) is rebuilt from the validated spec and limits, never taken from
-// the file. Samples are stored as parsed, without fields this server does
-// not know. Nothing is stored unless all of it passes.
-func (a *Archive) Import(e Export) (string, error) {
-	if a.st == nil {
-		return "", errors.New("import: this server keeps no store")
-	}
-	// An import is recorded as a run is: the same check of the disk.
-	if err := a.st.Health(a.minFree); err != nil {
-		return "", fmt.Errorf("%w: import: %v", ErrStore, err)
-	}
-	if e.Format != ExportFormat || e.Version != 1 {
-		return "", invalid("import: not a Limit Lab run export (format %q, version %d; want %q, 1)", e.Format, e.Version, ExportFormat)
-	}
-	raw, err := json.Marshal(e.Run.Spec)
-	if err != nil {
-		return "", err
-	}
-	spec, errs := experiments.Parse(raw)
-	if errs != nil {
-		return "", invalid("import: the run's spec: %w", errs)
-	}
-	if len(e.Run.Lanes) == 0 || len(e.Run.Lanes) > experiments.MaxLanes {
-		return "", invalid("import: %d lanes, want 1 to %d", len(e.Run.Lanes), experiments.MaxLanes)
-	}
-	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: "/dev/auto"})
-	if errs != nil {
-		return "", invalid("import: the run's spec: %w", errs)
-	}
-	id := newID()
-	now := time.Now().UTC()
-	v := e.Run
-	if err := cleanView(&v, spec, plan, id, now); err != nil {
-		return "", invalid("import: the run: %w", err)
-	}
-	stream := make([][]byte, 0, len(e.Stream))
-	for i, raw := range e.Stream {
-		var msg runner.Message
-		if err := json.Unmarshal(raw, &msg); err != nil {
-			return "", invalid("import: stream message %d: %w", i, err)
-		}
-		switch msg.Type {
-		case runner.KindSamples:
-			for _, s := range msg.Samples {
-				if s.Lane < 0 || s.Lane >= len(v.Lanes) {
-					return "", invalid("import: stream message %d: a sample of lane %d, but the run has %d lanes", i, s.Lane, len(v.Lanes))
-				}
-			}
-			msg = runner.Message{Type: runner.KindSamples, Samples: msg.Samples, SentUs: msg.SentUs}
-		case runner.KindHost:
-			h := msg.Host
-			if h == nil || !finite(h.T, h.DT, h.ForeignCores, h.StealCores) || h.ForeignCores < 0 || h.StealCores < 0 || h.DT < 0 {
-				return "", invalid("import: stream message %d: a host sample that is not one (%+v)", i, h)
-			}
-			msg = runner.Message{Type: runner.KindHost, Host: h}
-		case runner.KindRun:
-			if msg.Run == nil {
-				return "", invalid("import: stream message %d: a run message without a run", i)
-			}
-			if err := cleanView(msg.Run, spec, plan, id, now); err != nil {
-				return "", invalid("import: stream message %d: %w", i, err)
-			}
-			msg = runner.Message{Type: runner.KindRun, Run: msg.Run}
-		default:
-			return "", invalid("import: stream message %d: unknown type %q", i, msg.Type)
-		}
-		b, err := json.Marshal(msg)
-		if err != nil {
-			return "", err
-		}
-		stream = append(stream, b)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	row := store.Run{ID: id, Lab: v.Lab, Name: v.Name, State: string(v.State), CreatedAt: v.CreatedAt,
-		Summary: Summary(v), Imported: true, View: b}
-	if err := a.st.Import(row, stream); err != nil {
-		return "", fmt.Errorf("import: %w", err)
-	}
-	a.prune()
-	return id, nil
-}
 
 // cleanView makes an imported view this server's: the new id, the
 // validated spec's names and lanes, times no later than now, and commands

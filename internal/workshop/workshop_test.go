@@ -128,7 +128,7 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 	if err := json.Unmarshal(file, &back); err != nil {
 		t.Fatal(err)
 	}
-	id, err := m.Archive().Import(back)
+	id, err := m.Archive().ImportExport(back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +153,12 @@ func TestExportThenImportKeepsEverything(t *testing.T) {
 
 	bad := back
 	bad.Format = "something-else"
-	if _, err := m.Archive().Import(bad); err == nil || !strings.Contains(err.Error(), "not a Limit Lab run export") {
+	if _, err := m.Archive().ImportExport(bad); err == nil || !strings.Contains(err.Error(), "not a Limit Lab run export") {
 		t.Errorf("import of another format: %v", err)
 	}
 	bad = back
 	bad.Stream = append(append([]json.RawMessage(nil), back.Stream...), json.RawMessage(`{"type":"samples","samples":[{"lane":7}]}`))
-	if _, err := m.Archive().Import(bad); err == nil || !strings.Contains(err.Error(), "lane 7") {
+	if _, err := m.Archive().ImportExport(bad); err == nil || !strings.Contains(err.Error(), "lane 7") {
 		t.Errorf("import of a sample of a lane the run lacks: %v", err)
 	}
 }
