@@ -4,6 +4,8 @@
 const body = document.getElementById("room");
 const status = document.getElementById("room-status");
 const tokenInput = document.getElementById("token");
+const door = document.getElementById("room-door");
+let open = true;
 let socket = null;
 let retry = null;
 
@@ -46,10 +48,39 @@ function row(p) {
     run.appendChild(a);
   }
   const state = p.state === "queued" && p.queue_position ? `queued (${p.queue_position})` : p.state || "no run yet";
-  tr.append(cell(p.named ? p.label : `${p.label} (no name)`, "room-name"), cell(new Date(p.joined).toLocaleTimeString()), run,
+  tr.append(cell(p.named ? p.label : `${p.label} (no name)`, "room-name"), cell(new Date(p.joined).toLocaleTimeString()),
+    cell(fromText(p), "room-address"), run,
     cell(state, "room-state"), cell(stepText(p), "room-step"), cell(checkText(p), "room-check"), removeCell(p));
   return tr;
 }
+
+// fromText is the address a participant joined from, with how many of
+// the room's identities joined from it: many behind one address is a room
+// behind a NAT, or one person making a crowd.
+function fromText(p) {
+  if (!p.address) return "";
+  return p.identities_from_address > 1 ? `${p.address} (${p.identities_from_address} here)` : p.address;
+}
+
+// showDoor says whether the room takes newcomers, on its button.
+function showDoor() {
+  door.hidden = false;
+  door.textContent = open ? "Close the room to new participants" : "Open the room to new participants";
+  door.dataset.open = open ? "true" : "false";
+}
+
+door.addEventListener("click", async () => {
+  const res = await fetch(`/api/presenter/room/${open ? "close" : "open"}`, {
+    method: "POST", headers: { Authorization: `Bearer ${token()}`, "Content-Type": "application/json" },
+  });
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    status.textContent = `The room's door: ${answer.errors?.[0]?.message || res.statusText}`;
+    return;
+  }
+  open = answer.open;
+  showDoor();
+});
 
 // removeCell is a row's Remove button: a first click asks, a second
 // removes the participant for good (their queued runs end with them).
@@ -87,8 +118,10 @@ function connect() {
   socket = ws;
   ws.addEventListener("open", () => ws.send(t));
   ws.addEventListener("message", (ev) => {
-    const { participants } = JSON.parse(ev.data);
-    status.textContent = `${participants.length} in the room.`;
+    const { participants, open: isOpen } = JSON.parse(ev.data);
+    open = isOpen;
+    showDoor();
+    status.textContent = `${participants.length} in the room${open ? "" : "; closed to new participants"}.`;
     body.replaceChildren(...participants.map(row));
   });
   ws.addEventListener("close", (ev) => {

@@ -110,9 +110,9 @@ func TestAPIErrorsHaveOneShape(t *testing.T) {
 		checkErrorShape(t, c.name, ct, b)
 	}
 	// 429: imports past the rate.
-	for i := range ImportsPerMinute + 1 {
+	for i := range ImportsBurst + 1 {
 		status, ct, b := do("POST", "/api/runs/import", "application/json", `{}`)
-		if i == ImportsPerMinute {
+		if i == ImportsBurst {
 			if status != http.StatusTooManyRequests {
 				t.Errorf("import %d: status %d, want 429: %s", i+1, status, b)
 			}

@@ -55,7 +55,13 @@ type presenterBody struct {
 
 // roomBody is the room view, over the API and its websocket.
 type roomBody struct {
+	Open         bool      `json:"open"`
 	Participants []RoomRow `json:"participants"`
+}
+
+// roomState is the answer to opening or closing the room.
+type roomState struct {
+	Open bool `json:"open"`
 }
 
 // joinAnswer is POST /api/join's answer.

@@ -12,8 +12,8 @@ import (
 const maxImportBytes = 64 << 20
 
 func (h api) apiImport(w http.ResponseWriter, r *http.Request) {
-	if !h.imports.allow(participantOf(r), time.Now(), ImportsPerMinute) {
-		writeError(w, http.StatusTooManyRequests, "import", fmt.Sprintf("import: at most %d imports a minute per participant", ImportsPerMinute))
+	if !h.imports.allow(participantOf(r), time.Now()) {
+		writeError(w, http.StatusTooManyRequests, "import", fmt.Sprintf("import: at most %d imports at once per participant, then one every %s", ImportsBurst, ImportsEvery))
 		return
 	}
 	size := r.ContentLength

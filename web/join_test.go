@@ -22,11 +22,13 @@ import (
 const strongCode = "limitlab-4242"
 
 // TestGuessingTheJoinCodeFromOneAddress: the attack of issue 37, 301
-// guesses from one address 32 at a time, finds no code. A few wrong
-// guesses are answered; then the address is refused with 429 and
-// Retry-After, the right code included. Another address joins as before.
+// guesses from one address 32 at a time, finds no code. The address's
+// bucket of wrong codes is judged; then its codes wait, with 429 and
+// Retry-After, the right code included, but only for the seconds a token
+// takes: no lockout. Another address joins as before.
 func TestGuessingTheJoinCodeFromOneAddress(t *testing.T) {
 	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode })
+	start := time.Now()
 	type answer struct {
 		code, retry string
 		status      int
@@ -65,15 +67,24 @@ func TestGuessingTheJoinCodeFromOneAddress(t *testing.T) {
 			t.Errorf("guess %s refused with no Retry-After", a.code)
 		}
 	}
-	t.Logf("301 guesses from one address: %v", counts)
-	if counts[http.StatusForbidden] > GuardFailures || counts[http.StatusTooManyRequests] != 301-counts[http.StatusForbidden] {
-		t.Errorf("answers %v: want at most %d wrong codes judged, the rest refused with 429", counts, GuardFailures)
+	judged := JoinWrongBurst + int(time.Since(start)/JoinWrongEvery) + 1
+	t.Logf("301 guesses from one address in %s: %v", time.Since(start).Round(time.Millisecond), counts)
+	if counts[http.StatusForbidden] > judged || counts[http.StatusTooManyRequests] != 301-counts[http.StatusForbidden] {
+		t.Errorf("answers %v: want at most %d wrong codes judged, the rest refused with 429", counts, judged)
 	}
-	if status, body := postWith(t, newJarClient(), srv.URL+"/api/join", `{"code": "`+strongCode+`"}`); status != http.StatusTooManyRequests || !strings.Contains(body, `"field": "code"`) {
-		t.Errorf("the right code from the locked-out address: %d %s", status, body)
+	c := newJarClient()
+	status, body := postWith(t, c, srv.URL+"/api/join", `{"code": "`+strongCode+`"}`)
+	if status == http.StatusTooManyRequests {
+		if !strings.Contains(body, `"field": "code"`) {
+			t.Errorf("the right code from the throttled address: %d %s", status, body)
+		}
+		time.Sleep(JoinWrongEvery + 100*time.Millisecond)
+		status, body = postWith(t, c, srv.URL+"/api/join", `{"code": "`+strongCode+`"}`)
 	}
-	c := from("127.0.0.2", nil, true)
-	if status, body := postWith(t, c, srv.URL+"/api/join", `{"code": "`+strongCode+`"}`); status != http.StatusOK {
+	if status != http.StatusOK {
+		t.Errorf("the right code from the guessing address, a token later: %d %s, want 200", status, body)
+	}
+	if status, body := postWith(t, from("127.0.0.2", nil, true), srv.URL+"/api/join", `{"code": "`+strongCode+`"}`); status != http.StatusOK {
 		t.Errorf("the right code from another address: %d %s", status, body)
 	}
 }
@@ -229,8 +240,9 @@ func TestThePresenterRemovesAParticipant(t *testing.T) {
 }
 
 // TestTheRoomStreamTakesItsTokenFirst: a wrong token closes the socket at
-// once, counted against its address, which after GuardFailures is refused
-// before its socket is even opened; the right token streams the room.
+// once, counted against its address, whose wrong tokens past its bucket
+// are closed as "try again later"; the right token streams the room all
+// along.
 func TestTheRoomStreamTakesItsTokenFirst(t *testing.T) {
 	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode; d.PresenterToken = presenterToken })
 	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/presenter/room/live"
@@ -252,20 +264,71 @@ func TestTheRoomStreamTakesItsTokenFirst(t *testing.T) {
 	if _, msg, err := dial(http.DefaultClient, presenterToken); err != nil || !strings.Contains(msg, "participants") {
 		t.Fatalf("the right token: %q %v", msg, err)
 	}
-	for i := range GuardFailures {
+	for i := range PresenterWrongBurst + 1 {
 		start := time.Now()
 		status, _, err := dial(http.DefaultClient, "wrong")
-		if status != websocket.StatusPolicyViolation {
-			t.Errorf("wrong token %d: %v, want a policy violation", i, err)
+		want := websocket.StatusPolicyViolation
+		if i == PresenterWrongBurst {
+			want = websocket.StatusTryAgainLater
+		}
+		if status != want {
+			t.Errorf("wrong token %d: %v, want %v", i, err, want)
 		}
 		if took := time.Since(start); took > RoomTokenWait {
 			t.Errorf("wrong token %d closed after %s: it waited", i, took)
 		}
 	}
-	if _, status, err := dial(http.DefaultClient, presenterToken); err == nil || !strings.Contains(status, "429") {
-		t.Errorf("the right token from the locked-out address: %q %v, want 429 before the socket opens", status, err)
+	if _, msg, err := dial(http.DefaultClient, presenterToken); err != nil || !strings.Contains(msg, "participants") {
+		t.Errorf("the right token from the address of the wrong ones: %q %v", msg, err)
 	}
 	if _, msg, err := dial(from("127.0.0.2", nil, false), presenterToken); err != nil || !strings.Contains(msg, "participants") {
 		t.Errorf("the right token from another address: %q %v", msg, err)
 	}
+}
+
+// TestTheFacilitatorClosesTheRoom: closed through the API, the room
+// refuses a newcomer with the right code and a removed participant who
+// comes back with a fresh identity, says so in its view, keeps those in
+// it, and takes newcomers again once opened.
+func TestTheFacilitatorClosesTheRoom(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode; d.PresenterToken = presenterToken })
+	ada := joinAs(t, srv.URL, strongCode, "Ada")
+	joinAs(t, srv.URL, strongCode, "Mallory")
+	var room roomBody
+	_, body := call(t, http.DefaultClient, "GET", srv.URL+"/api/presenter/room", presenterToken)
+	if err := json.Unmarshal([]byte(body), &room); err != nil || len(room.Participants) != 2 || !room.Open {
+		t.Fatalf("the room: %s", body)
+	}
+	for _, p := range room.Participants {
+		if p.Address != "127.0.0.1" || p.Identities != 2 {
+			t.Errorf("%s: from %q with %d identities, want 127.0.0.1 with 2", p.Label, p.Address, p.Identities)
+		}
+	}
+	if status, body := call(t, http.DefaultClient, "POST", srv.URL+"/api/presenter/room/close", ""); status != http.StatusUnauthorized {
+		t.Errorf("closing the room without the token: %d %s", status, body)
+	}
+	if status, body := call(t, http.DefaultClient, "POST", srv.URL+"/api/presenter/room/"+room.Participants[1].Ref+"/remove", presenterToken); status != http.StatusOK {
+		t.Fatalf("removing Mallory: %d %s", status, body)
+	}
+	if status, body := call(t, http.DefaultClient, "POST", srv.URL+"/api/presenter/room/close", presenterToken); status != http.StatusOK || !strings.Contains(body, `"open": false`) {
+		t.Fatalf("closing the room: %d %s", status, body)
+	}
+	// Mallory again, as a new identity, and a newcomer: both refused.
+	for _, who := range []string{"Mallory", "Grace"} {
+		status, body := postWith(t, newJarClient(), srv.URL+"/api/join", `{"code": "`+strongCode+`", "name": "`+who+`"}`)
+		if status != http.StatusForbidden || !strings.Contains(body, `"field": "room"`) || !strings.Contains(body, "closed") {
+			t.Errorf("%s joining the closed room: %d %s", who, status, body)
+		}
+	}
+	if status, body := postWith(t, ada, srv.URL+"/api/join", `{"code": "`+strongCode+`", "name": "Ada L"}`); status != http.StatusOK {
+		t.Errorf("Ada, in the room, renaming while it is closed: %d %s", status, body)
+	}
+	_, body = call(t, http.DefaultClient, "GET", srv.URL+"/api/presenter/room", presenterToken)
+	if !strings.Contains(body, `"open": false`) {
+		t.Errorf("the closed room's view: %s", body)
+	}
+	if status, body := call(t, http.DefaultClient, "POST", srv.URL+"/api/presenter/room/open", presenterToken); status != http.StatusOK || !strings.Contains(body, `"open": true`) {
+		t.Fatalf("opening the room: %d %s", status, body)
+	}
+	joinAs(t, srv.URL, strongCode, "Grace")
 }

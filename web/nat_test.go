@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,22 +73,58 @@ func TestARoomBehindOneAddress(t *testing.T) {
 }
 
 // TestJoinsPerAddressAreBounded: someone holding the code cannot make
-// themselves a crowd faster than JoinsPerMinute; joining again is free.
+// themselves a crowd faster than JoinBurst at once; joining again is
+// free.
 func TestJoinsPerAddressAreBounded(t *testing.T) {
 	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = "room-42" })
-	var first *http.Client
-	for i := range JoinsPerMinute {
-		c := joinAs(t, srv.URL, "room-42", "")
-		if i == 0 {
-			first = c
-		}
+	clients := make([]*http.Client, JoinBurst)
+	var wg sync.WaitGroup
+	for i := range JoinBurst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clients[i] = joinAs(t, srv.URL, "room-42", "")
+		}()
 	}
+	wg.Wait()
 	status, body := postWith(t, newJarClient(), srv.URL+"/api/join", `{"code": "room-42"}`)
 	if status != http.StatusTooManyRequests || !strings.Contains(body, `"field": "participant"`) {
-		t.Errorf("join %d from one address in a minute: %d %s", JoinsPerMinute+1, status, body)
+		t.Errorf("join %d from one address at once: %d %s", JoinBurst+1, status, body)
 	}
-	if status, body := postWith(t, first, srv.URL+"/api/join", `{"code": "room-42", "name": "Ada"}`); status != http.StatusOK {
+	if status, body := postWith(t, clients[0], srv.URL+"/api/join", `{"code": "room-42", "name": "Ada"}`); status != http.StatusOK {
 		t.Errorf("a participant who joined already, joining again with a name: %d %s", status, body)
+	}
+}
+
+// TestARoomWithTyposJoinsWithinAMinute: fifty people behind one address
+// join at once, five of whom mistype the code first; every one is in
+// within a minute, none refused.
+func TestARoomWithTyposJoinsWithinAMinute(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = strongCode })
+	start := time.Now()
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newJarClient()
+			if i%10 == 0 {
+				if status, body := postWith(t, c, srv.URL+"/api/join", `{"code": "limitlab-4243"}`); status != http.StatusForbidden {
+					t.Errorf("participant %d's typo: %d %s, want 403", i, status, body)
+				}
+			}
+			if status, body := postWith(t, c, srv.URL+"/api/join", `{"code": "`+strongCode+`"}`); status != http.StatusOK {
+				refused.Add(1)
+				t.Errorf("participant %d: %d %s", i, status, body)
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	t.Logf("50 joins behind one address, 5 typos among them: all in after %s", took.Round(time.Millisecond))
+	if took > time.Minute || refused.Load() > 0 {
+		t.Errorf("%d refused, %s: want all in within a minute", refused.Load(), took)
 	}
 }
 

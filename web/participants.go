@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -25,21 +24,6 @@ const (
 	JoinCookie        = "limitlab_join"
 )
 
-// NewParticipantsPerMinute is how many new participants one client
-// address may become in a minute before its state-changing requests are
-// refused: a browser keeps its cookie, a script that drops it to jump the
-// fair queue does not get far.
-const NewParticipantsPerMinute = 30
-
-// JoinsPerMinute is how many new participants one client address may
-// join with the code in a minute: a room behind one NAT arrives at once,
-// but someone holding the code cannot make themselves a crowd at will.
-const JoinsPerMinute = 60
-
-// ImportsPerMinute is how many runs one participant may import in a
-// minute: each is up to 64 MiB to parse and store.
-const ImportsPerMinute = 5
-
 type participantKey struct{}
 
 type who struct {
@@ -49,7 +33,7 @@ type who struct {
 // participant gives every browser a participant id the server issues and
 // signs, in a cookie it keeps for a year. A cookie the server did not sign
 // counts for nothing: its holder is a new participant. A client without
-// cookies is a new participant each request; past NewParticipantsPerMinute
+// cookies is a new participant each request; past NewParticipantsBurst
 // from its address, it may watch but not act.
 func (h *handlers) participant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,9 +50,10 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 			// A join with the code is bounded by its own rate below: the
 			// code, not the address, says who is in the room.
 			joining := r.Method == http.MethodPost && r.URL.Path == "/api/join"
-			if !joining && !h.newcomers.allow(addressOf(r), time.Now(), NewParticipantsPerMinute) && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if !joining && r.Method != http.MethodGet && r.Method != http.MethodHead && !h.newcomers.allow(guardKey(addressOf(r)), time.Now()) {
 				writeError(w, http.StatusTooManyRequests, "participant", fmt.Sprintf(
-					"more than %d new participants from %s in a minute: keep the cookie the server gives (curl -c jar -b jar)", NewParticipantsPerMinute, addressOf(r)))
+					"too many new participants from %s (%d at once, then one every %s): keep the cookie the server gives (curl -c jar -b jar)",
+					addressOf(r), NewParticipantsBurst, NewParticipantsEvery))
 				return
 			}
 		}
@@ -79,42 +64,6 @@ func (h *handlers) participant(next http.Handler) http.Handler {
 func participantOf(r *http.Request) string {
 	p, _ := r.Context().Value(participantKey{}).(who)
 	return p.id
-}
-
-// rateWindow counts events per key in one-minute windows; keys whose
-// window has passed are swept, so its memory follows the clients present.
-type rateWindow struct {
-	mu      sync.Mutex
-	windows map[string]*window
-	swept   time.Time
-}
-
-type window struct {
-	start time.Time
-	n     int
-}
-
-func (rw *rateWindow) allow(key string, now time.Time, limit int) bool {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if rw.windows == nil {
-		rw.windows = map[string]*window{}
-	}
-	if now.Sub(rw.swept) > time.Minute {
-		for k, w := range rw.windows {
-			if now.Sub(w.start) > time.Minute {
-				delete(rw.windows, k)
-			}
-		}
-		rw.swept = now
-	}
-	w, ok := rw.windows[key]
-	if !ok || now.Sub(w.start) > time.Minute {
-		w = &window{start: now}
-		rw.windows[key] = w
-	}
-	w.n++
-	return w.n <= limit
 }
 
 // joined says whether the request's participant entered the join code
@@ -167,9 +116,12 @@ func (h *handlers) mustJoin(next http.Handler) http.Handler {
 const JoinAnswerTime = 250 * time.Millisecond
 
 // apiJoin checks a join code and gives the participant its proof, and
-// takes the display name the participant gives, if any. Attempts are
-// counted per address (joinGuard): an address that fails a few times is
-// refused for a while, the right code included.
+// takes the display name the participant gives, if any. Wrong codes are
+// throttled per address (joinWrong): while an address has no token left,
+// its codes are not judged, right or wrong, for the seconds a token takes
+// to come; a room's few typos never get there. New identities joining
+// from one address are throttled too (joinNew), and a closed room takes
+// none.
 func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	var body struct {
@@ -185,11 +137,17 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "name", err.Error())
 		return
 	}
-	id := participantOf(r)
+	id, key := participantOf(r), guardKey(addressOf(r))
 	if h.JoinCode != "" {
 		right := subtle.ConstantTimeCompare([]byte(body.Code), []byte(h.JoinCode)) == 1
-		if wait, ok := h.joinGuard.attempt(addressOf(r), right, started); !ok {
-			refuseFor(w, wait, "code", fmt.Sprintf("too many wrong join codes from %s: try again in %s", addressOf(r), wait.Round(time.Second)))
+		// A wrong code takes a token, so that codes sent together are
+		// all counted; a right one only looks.
+		wait := h.joinWrong.wait(key, started)
+		if !right {
+			wait = h.joinWrong.take(key, started)
+		}
+		if wait > 0 {
+			refuseFor(w, wait, "code", fmt.Sprintf("too many wrong join codes from %s: the next is judged in %s", addressOf(r), wait.Round(time.Second)))
 			return
 		}
 		answerAt(r.Context(), started.Add(JoinAnswerTime))
@@ -197,18 +155,23 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, "code", "that is not this workshop's join code")
 			return
 		}
-		if !h.joined(r) && !h.joins.allow(addressOf(r), time.Now(), JoinsPerMinute) {
-			writeError(w, http.StatusTooManyRequests, "participant", fmt.Sprintf(
-				"more than %d participants joined from %s in a minute: wait a minute and join again", JoinsPerMinute, addressOf(r)))
-			return
+		if !h.Room.Known(id) && !h.joined(r) && h.Room.Open() {
+			if wait := h.joinNew.take(key, time.Now()); wait > 0 {
+				refuseFor(w, wait, "participant", fmt.Sprintf("too many participants joined from %s (%d at once, then one every %s): join again in %s",
+					addressOf(r), JoinBurst, JoinEvery, wait.Round(time.Second)))
+				return
+			}
 		}
 	}
-	if err := h.Room.Join(id, name, time.Now()); err != nil {
-		status := http.StatusConflict
-		if errors.Is(err, workshop.ErrRemoved) {
+	if err := h.Room.Join(id, name, key, time.Now()); err != nil {
+		status, field := http.StatusConflict, "name"
+		switch {
+		case errors.Is(err, workshop.ErrRemoved):
 			status = http.StatusForbidden
+		case errors.Is(err, workshop.ErrClosed):
+			status, field = http.StatusForbidden, "room"
 		}
-		writeError(w, status, "name", err.Error())
+		writeError(w, status, field, err.Error())
 		return
 	}
 	if h.JoinCode != "" {

@@ -40,6 +40,11 @@ type RoomRow struct {
 	// full); Value is its measured value in words.
 	Holds bool   `json:"holds"`
 	Value string `json:"value,omitempty"`
+	// Address is the client address it joined from, and Identities how
+	// many participants of the room joined from it: many behind one
+	// address is a room behind a NAT, or one person making a crowd.
+	Address    string `json:"address,omitempty"`
+	Identities int    `json:"identities_from_address,omitempty"`
 }
 
 // roomView builds the room's rows from its members and their runs' views.
@@ -48,6 +53,12 @@ type RoomRow struct {
 func (h *handlers) roomView() []RoomRow {
 	members := h.Room.Members()
 	rows := make([]RoomRow, len(members))
+	perAddress := map[string]int{}
+	for _, m := range members {
+		if m.Address != "" {
+			perAddress[m.Address]++
+		}
+	}
 	h.roomMu.Lock()
 	defer h.roomMu.Unlock()
 	ended := make(map[string]RoomRow, len(h.roomEnded))
@@ -67,6 +78,7 @@ func (h *handlers) roomView() []RoomRow {
 		if !row.Named {
 			row.Label = "participant " + strconv.Itoa(i+1)
 		}
+		row.Address, row.Identities = m.Address, perAddress[m.Address]
 		rows[i] = row
 	}
 	h.roomEnded = ended
@@ -93,7 +105,21 @@ func stepReached(row *RoomRow, steps []runner.StepView) {
 }
 
 func (h presenter) apiRoom(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, roomBody{Participants: h.roomView()})
+	writeJSON(w, http.StatusOK, roomBody{Open: h.Room.Open(), Participants: h.roomView()})
+}
+
+// apiCloseRoom closes the room to new participants: those in it stay, and
+// neither a newcomer nor anyone the presenter removed can join until it
+// is opened again.
+func (h presenter) apiCloseRoom(w http.ResponseWriter, r *http.Request) {
+	h.Room.SetOpen(false)
+	writeJSON(w, http.StatusOK, roomState{Open: false})
+}
+
+// apiOpenRoom opens the room to new participants again.
+func (h presenter) apiOpenRoom(w http.ResponseWriter, r *http.Request) {
+	h.Room.SetOpen(true)
+	writeJSON(w, http.StatusOK, roomState{Open: true})
 }
 
 // apiRemoveMember takes a participant out of the room for good, by its
@@ -156,14 +182,10 @@ const roomViewers = "room"
 // set a websocket's headers, so the token is the first message; then the
 // view, each time it changes. The socket counts as a viewer only once its
 // token is right; a wrong one closes it at once, counted against its
-// address (presenterGuard), and keeps nobody else waiting.
+// address (presenterWrong), and keeps nobody else waiting.
 func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 	if h.PresenterToken == "" {
 		writeError(w, http.StatusForbidden, "presenter", "presenter calls are off: the server was started without a presenter token")
-		return
-	}
-	if wait, ok := h.presenterGuard.check(addressOf(r), time.Now()); !ok {
-		refuseFor(w, wait, "presenter", "too many wrong presenter tokens from "+addressOf(r))
 		return
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.AllowedOrigins})
@@ -179,7 +201,11 @@ func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusPolicyViolation, "presenter only: send the presenter token as the first message")
 		return
 	}
-	if ok, _ := h.tokenIs(r, string(token)); !ok {
+	if ok, wait := h.tokenIs(r, string(token)); !ok {
+		if wait > 0 {
+			c.Close(websocket.StatusTryAgainLater, "too many wrong presenter tokens from "+addressOf(r)+": the next is judged in "+wait.Round(time.Second).String())
+			return
+		}
 		c.Close(websocket.StatusPolicyViolation, "presenter only: that is not the presenter token")
 		return
 	}
@@ -194,7 +220,7 @@ func (h streams) roomLive(w http.ResponseWriter, r *http.Request) {
 	defer t.Stop()
 	var last []byte
 	for {
-		b, err := json.Marshal(roomBody{Participants: h.roomView()})
+		b, err := json.Marshal(roomBody{Open: h.Room.Open(), Participants: h.roomView()})
 		if err != nil {
 			return
 		}

@@ -77,7 +77,7 @@ func TestNewParticipantsPerAddressAreLimited(t *testing.T) {
 	srv, _, _ := newFakeServer(t, nil)
 	noCookies := &http.Client{Timeout: 10 * time.Second}
 	bad := `{"lanes": []}`
-	for i := range NewParticipantsPerMinute {
+	for i := range NewParticipantsBurst {
 		if status, body := postWith(t, noCookies, srv.URL+"/api/runs", bad); status != http.StatusBadRequest {
 			t.Fatalf("request %d: %d %s", i, status, body)
 		}
@@ -142,7 +142,7 @@ func TestJoinCodeGatesRunning(t *testing.T) {
 func TestImportsPerParticipantAreBounded(t *testing.T) {
 	srv, _, _ := newFakeServer(t, nil)
 	c := newJarClient()
-	for i := range ImportsPerMinute {
+	for i := range ImportsBurst {
 		if status, body := postWith(t, c, srv.URL+"/api/runs/import", `{"format": "x"}`); status != http.StatusBadRequest {
 			t.Fatalf("import %d: %d %s", i, status, body)
 		}

@@ -148,7 +148,10 @@ func NewRouter(d Deps) http.Handler {
 		_, _ = rand.Read(d.Secret)
 	}
 	h := &handlers{Deps: d, sign: signer{key: d.Secret}, publisher: NewPublisher(d.Static),
-		publishSlots: make(chan struct{}, publishSlots)}
+		publishSlots: make(chan struct{}, publishSlots),
+		joinWrong:    newThrottle(JoinWrongEvery, JoinWrongBurst), joinNew: newThrottle(JoinEvery, JoinBurst),
+		presenterWrong: newThrottle(PresenterWrongEvery, PresenterWrongBurst),
+		newcomers:      newThrottle(NewParticipantsEvery, NewParticipantsBurst), imports: newThrottle(ImportsEvery, ImportsBurst)}
 	a, pr, p, ls := api{h}, presenter{h}, pages{h}, streams{h}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -208,6 +211,8 @@ func NewRouter(d Deps) http.Handler {
 			r.With(h.presenterOnly).Get("/presenter/room", pr.apiRoom)
 			r.With(h.presenterOnly).Get("/presenter/room.csv", pr.apiRoomCSV)
 			r.With(h.presenterOnly).Post("/presenter/room/{ref}/remove", pr.apiRemoveMember)
+			r.With(h.presenterOnly).Post("/presenter/room/close", pr.apiCloseRoom)
+			r.With(h.presenterOnly).Post("/presenter/room/open", pr.apiOpenRoom)
 			r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, "path", "no such API call: "+r.URL.Path)
 			})
@@ -225,12 +230,15 @@ func NewRouter(d Deps) http.Handler {
 // (the websockets), each over the same state.
 type handlers struct {
 	Deps
-	sign           signer
-	joinGuard      attemptGuard
-	presenterGuard attemptGuard
-	newcomers      rateWindow
-	joins          rateWindow
-	imports        rateWindow
+	sign signer
+	// The throttles (throttle.go): wrong join codes, new identities
+	// joining and wrong presenter tokens per address; new participants
+	// per address; imports per participant.
+	joinWrong      *throttle
+	joinNew        *throttle
+	presenterWrong *throttle
+	newcomers      *throttle
+	imports        *throttle
 	viewers        viewerCount
 	publisher      *Publisher
 	publishSlots   chan struct{}

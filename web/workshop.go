@@ -14,17 +14,16 @@ import (
 // MinPresenterToken is the shortest presenter token the server takes.
 const MinPresenterToken = 16
 
-// isPresenter checks the request's bearer token in constant time. Wrong
-// tokens are counted per address (presenterGuard): an address that fails
-// a few times is refused for a while, the right token included, and no
-// one else waits for it.
+// isPresenter checks the request's bearer token in constant time. The
+// right token always works; wrong ones are slowed per address
+// (presenterWrong), and only they.
 func (h *handlers) isPresenter(r *http.Request) bool {
 	ok, _ := h.presenterAuth(r)
 	return ok
 }
 
-// presenterAuth is isPresenter, with how long the request's address is
-// still refused when it is locked out.
+// presenterAuth is isPresenter, with how long the request's address must
+// wait before its next wrong token is judged, if it must.
 func (h *handlers) presenterAuth(r *http.Request) (bool, time.Duration) {
 	if h.PresenterToken == "" {
 		return false, 0
@@ -36,17 +35,19 @@ func (h *handlers) presenterAuth(r *http.Request) (bool, time.Duration) {
 	return h.tokenIs(r, got)
 }
 
-// tokenIs checks a presenter token in constant time, counting a wrong one
-// against the request's address.
+// tokenIs checks a presenter token in constant time. A wrong one takes a
+// token of its address's bucket, or is answered with the wait for one: a
+// neighbour's wrong tokens never hold the right one up. The token itself
+// (at least MinPresenterToken characters) is what keeps it from being
+// guessed.
 func (h *handlers) tokenIs(r *http.Request, got string) (bool, time.Duration) {
 	if h.PresenterToken == "" {
 		return false, 0
 	}
-	right := subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1
-	if wait, ok := h.presenterGuard.attempt(addressOf(r), right, time.Now()); !ok {
-		return false, wait
+	if subtle.ConstantTimeCompare([]byte(got), []byte(h.PresenterToken)) == 1 {
+		return true, 0
 	}
-	return right, 0
+	return false, h.presenterWrong.take(guardKey(addressOf(r)), time.Now())
 }
 
 // presenterOnly refuses a call without the presenter's token.
@@ -59,7 +60,7 @@ func (h *handlers) presenterOnly(next http.Handler) http.Handler {
 		ok, wait := h.presenterAuth(r)
 		switch {
 		case wait > 0:
-			refuseFor(w, wait, "presenter", fmt.Sprintf("too many wrong presenter tokens from %s: try again in %s", addressOf(r), wait.Round(time.Second)))
+			refuseFor(w, wait, "presenter", fmt.Sprintf("too many wrong presenter tokens from %s: the next is judged in %s", addressOf(r), wait.Round(time.Second)))
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="limitlab presenter"`)
 			writeError(w, http.StatusUnauthorized, "presenter", "presenter only: send Authorization: Bearer <the token given at start-up>")

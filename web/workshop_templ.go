@@ -958,7 +958,7 @@ func presenterPage() templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "<h1>Presenter</h1><form id=\"token-form\" class=\"token\"><label>Presenter token <input type=\"password\" id=\"token\" autocomplete=\"off\" data-testid=\"token\"></label> <button type=\"submit\">Use</button> <span id=\"token-status\" data-testid=\"token-status\"></span></form><p class=\"join-code\" id=\"join-code\" data-testid=\"join-code\" hidden></p><p><button type=\"button\" id=\"clear-queue\" data-testid=\"clear-queue\">Clear the queue</button> <a href=\"/live\" target=\"_blank\">Open /live</a></p><table class=\"results\" data-testid=\"presenter-runs\"><thead><tr><th>When</th><th>Name</th><th>State</th><th></th></tr></thead> <tbody id=\"presenter-runs\"></tbody></table><h2>The room</h2><p>Who is in the room, live: each participant's latest run and, in a guided lab, the step they have reached. <span id=\"room-status\" data-testid=\"room-status\">Enter the token to see the room.</span> <button type=\"button\" id=\"room-csv\" data-testid=\"room-csv\">Download the room as CSV</button></p><table class=\"results\" data-testid=\"room\"><thead><tr><th>Participant</th><th>Joined</th><th>Run</th><th>State</th><th>Guided step</th><th>Check</th><th></th></tr></thead> <tbody id=\"room\"></tbody></table><script type=\"module\" src=\"/static/presenter.js\"></script> <script type=\"module\" src=\"/static/room.js\"></script>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "<h1>Presenter</h1><form id=\"token-form\" class=\"token\"><label>Presenter token <input type=\"password\" id=\"token\" autocomplete=\"off\" data-testid=\"token\"></label> <button type=\"submit\">Use</button> <span id=\"token-status\" data-testid=\"token-status\"></span></form><p class=\"join-code\" id=\"join-code\" data-testid=\"join-code\" hidden></p><p><button type=\"button\" id=\"clear-queue\" data-testid=\"clear-queue\">Clear the queue</button> <a href=\"/live\" target=\"_blank\">Open /live</a></p><table class=\"results\" data-testid=\"presenter-runs\"><thead><tr><th>When</th><th>Name</th><th>State</th><th></th></tr></thead> <tbody id=\"presenter-runs\"></tbody></table><h2>The room</h2><p>Who is in the room, live: each participant's latest run and, in a guided lab, the step they have reached. <span id=\"room-status\" data-testid=\"room-status\">Enter the token to see the room.</span> <button type=\"button\" id=\"room-csv\" data-testid=\"room-csv\">Download the room as CSV</button> <button type=\"button\" id=\"room-door\" data-testid=\"room-door\" hidden>Close the room to new participants</button></p><table class=\"results\" data-testid=\"room\"><thead><tr><th>Participant</th><th>Joined</th><th>From</th><th>Run</th><th>State</th><th>Guided step</th><th>Check</th><th></th></tr></thead> <tbody id=\"room\"></tbody></table><script type=\"module\" src=\"/static/presenter.js\"></script> <script type=\"module\" src=\"/static/room.js\"></script>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1015,7 +1015,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 				var templ_7745c5c3_Var57 string
 				templ_7745c5c3_Var57, templ_7745c5c3_Err = templruntime.NewAttributeExpression(e.Name).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 174, Col: 54}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 175, Col: 54}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var57)
 				if templ_7745c5c3_Err != nil {
@@ -1028,7 +1028,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 				var templ_7745c5c3_Var58 string
 				templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(e.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 175, Col: 18}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 176, Col: 18}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 				if templ_7745c5c3_Err != nil {
@@ -1041,7 +1041,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 				var templ_7745c5c3_Var59 string
 				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(e.Address)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 176, Col: 27}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 177, Col: 27}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 				if templ_7745c5c3_Err != nil {
@@ -1055,7 +1055,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var60 string
 					templ_7745c5c3_Var60, templ_7745c5c3_Err = templ.JoinStringErrs(string(e.State))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 179, Col: 25}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 180, Col: 25}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var60))
 					if templ_7745c5c3_Err != nil {
@@ -1069,7 +1069,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var61 string
 					templ_7745c5c3_Var61, templ_7745c5c3_Err = templ.JoinStringErrs(string(e.State))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 181, Col: 44}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 182, Col: 44}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var61))
 					if templ_7745c5c3_Err != nil {
@@ -1082,7 +1082,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var62 string
 					templ_7745c5c3_Var62, templ_7745c5c3_Err = templ.JoinStringErrs(e.Error)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 181, Col: 57}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 182, Col: 57}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var62))
 					if templ_7745c5c3_Err != nil {
@@ -1105,7 +1105,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var63 string
 					templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(e.Host.Description)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 185, Col: 31}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 186, Col: 31}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 					if templ_7745c5c3_Err != nil {
@@ -1118,7 +1118,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var64 string
 					templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(e.Host.StatsSource)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 186, Col: 31}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 187, Col: 31}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 					if templ_7745c5c3_Err != nil {
@@ -1131,7 +1131,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var65 string
 					templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(unsupportedText(e.Host.Unsupported))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 187, Col: 48}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 188, Col: 48}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 					if templ_7745c5c3_Err != nil {
@@ -1159,7 +1159,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var66 string
 					templ_7745c5c3_Var66, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL("/runs/" + id)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 195, Col: 42}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 196, Col: 42}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var66)
 					if templ_7745c5c3_Err != nil {
@@ -1172,7 +1172,7 @@ func poolPage(engines []workshop.EngineView) templ.Component {
 					var templ_7745c5c3_Var67 string
 					templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(id)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 195, Col: 49}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `workshop.templ`, Line: 196, Col: 49}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 					if templ_7745c5c3_Err != nil {

@@ -31,6 +31,7 @@ var (
 	ErrNameTaken = errors.New("that name is taken in this room: choose another")
 	ErrRemoved   = errors.New("the presenter removed you from this room")
 	ErrNoMember  = errors.New("no such participant in this room")
+	ErrClosed    = errors.New("the presenter has closed this room to new participants: ask them to open it")
 )
 
 // Member is one participant of the room: the name it gave (none: the page
@@ -44,6 +45,9 @@ type Member struct {
 	Name   string
 	Joined time.Time
 	Latest string // the id of its latest run; "" before its first
+	// Address is the client address it joined from (an IPv6 /64 as one):
+	// the presenter sees how many identities each address holds.
+	Address string
 }
 
 // Room is who is in the workshop: the participants who joined with the
@@ -58,6 +62,8 @@ type Room struct {
 	// they may not join again.
 	removed     map[string]bool
 	removedList []string
+	// closed refuses joins of participants not yet in the room.
+	closed bool
 }
 
 // NewRoom makes an empty room.
@@ -88,13 +94,17 @@ func fold(name string) string {
 	return strings.ToLower(strings.Join(strings.Fields(name), ""))
 }
 
-// Join records a participant, with the name it gives (cleaned by
-// CleanName; "" keeps the one it has). Joining again renames it.
-func (r *Room) Join(id, name string, at time.Time) error {
+// Join records a participant, from a client address, with the name it
+// gives (cleaned by CleanName; "" keeps the one it has). Joining again
+// renames it. A closed room takes no one new.
+func (r *Room) Join(id, name, address string, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.removed[id] {
 		return ErrRemoved
+	}
+	if _, ok := r.members[id]; !ok && r.closed {
+		return ErrClosed
 	}
 	if name != "" {
 		if other, ok := r.names[fold(name)]; ok && other != id {
@@ -102,6 +112,9 @@ func (r *Room) Join(id, name string, at time.Time) error {
 		}
 	}
 	m := r.memberLocked(id, at)
+	if address != "" {
+		m.Address = address
+	}
 	if name != "" {
 		delete(r.names, fold(m.Name))
 		m.Name = name
@@ -193,4 +206,27 @@ func (r *Room) Members() []Member {
 		out[i] = *m
 	}
 	return slices.Clip(out)
+}
+
+// SetOpen opens the room to new participants, or closes it; those in it
+// stay.
+func (r *Room) SetOpen(open bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = !open
+}
+
+// Open says whether the room takes new participants.
+func (r *Room) Open() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.closed
+}
+
+// Known says whether a participant is in the room.
+func (r *Room) Known(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.members[id]
+	return ok
 }
