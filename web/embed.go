@@ -38,13 +38,22 @@ func ParseEmbedOrigins(s string) ([]string, error) {
 func (h *handlers) embeddable(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(h.EmbedOrigins) > 0 {
-			w.Header().Set("Content-Security-Policy", "frame-ancestors 'self' "+strings.Join(h.EmbedOrigins, " "))
+			w.Header().Set("Content-Security-Policy", strings.Replace(AppCSP, "frame-ancestors 'self'", "frame-ancestors 'self' "+strings.Join(h.EmbedOrigins, " "), 1))
 			// A browser that reads frame-ancestors ignores X-Frame-Options;
 			// one that does not would refuse every other site's frame.
 			w.Header().Del("X-Frame-Options")
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// publishedFrame is the header policy of a published page served for a
+// frame: only who may frame it. The page's own policy (a meta element)
+// allows its inline scripts by their hashes and nothing else; a header
+// policy of 'self' scripts would refuse them, since a browser enforces
+// both.
+func (h *handlers) publishedFrame(w http.ResponseWriter) {
+	w.Header().Set("Content-Security-Policy", strings.TrimSpace("frame-ancestors 'self' "+strings.Join(h.EmbedOrigins, " ")))
 }
 
 // embedRun is a run's replay for another site's frame: the published page,
@@ -63,6 +72,7 @@ func (h pages) embedRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page's own policy (a meta element) allows its inline scripts by
 	// hash; the header allows the framing sites.
+	h.publishedFrame(w)
 	_, _ = newFloorWriter(w, h.WriteTimeout).Write(page)
 }
 

@@ -125,6 +125,7 @@ func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.html"`)
+		h.publishedFrame(w)
 		_, _ = out.Write(page)
 	}
 }

@@ -68,6 +68,58 @@ func TestPagesRefuseFramingAndSniffing(t *testing.T) {
 			h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s: headers %v", path, h)
 		}
+		for _, want := range []string{"script-src 'self';", "object-src 'none'", "base-uri 'none'"} {
+			if !strings.Contains(h.Get("Content-Security-Policy"), want) {
+				t.Errorf("%s: CSP %q lacks %q", path, h.Get("Content-Security-Policy"), want)
+			}
+		}
+	}
+}
+
+// TestAnOpaqueOriginIsNobodys: an -allow-origin of * admits another
+// site's page, but never Origin: null (a sandboxed frame, a file).
+func TestAnOpaqueOriginIsNobodys(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.AllowedOrigins = []string{"*"} })
+	for origin, want := range map[string]int{"null": http.StatusForbidden, "http://other.example": http.StatusBadRequest, "file://": http.StatusForbidden} {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/runs", strings.NewReader(`{"lanes": []}`))
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Origin", origin)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Origin %q under -allow-origin '*': %d, want %d", origin, res.StatusCode, want)
+		}
+	}
+}
+
+// TestTheJoinFormPosts: the home page's join form posts its code in the
+// body, so that Enter before its script loads puts no code in a URL, and
+// the server takes the form as it takes JSON.
+func TestTheJoinFormPosts(t *testing.T) {
+	srv, _, _ := newFakeServer(t, func(d *Deps) { d.JoinCode = "limitlab-4242" })
+	_, body := get(t, srv.URL+"/")
+	if !strings.Contains(body, `method="post" action="/api/join"`) {
+		t.Errorf("the join form does not post to /api/join")
+	}
+	c := newJarClient()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, _ := http.NewRequest("POST", srv.URL+"/api/join", strings.NewReader("code=limitlab-4242&name=Ada"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	joined := false
+	for _, ck := range res.Cookies() {
+		joined = joined || ck.Name == JoinCookie
+	}
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" || !joined {
+		t.Errorf("the form's post: %d to %q, join cookie %v; want 303 to / with the cookie", res.StatusCode, res.Header.Get("Location"), joined)
 	}
 }
 

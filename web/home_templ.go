@@ -46,7 +46,7 @@ func homePage(host engine.HostInfo, cat *experiments.Catalog, runs []runner.RunV
 			}
 			ctx = templ.InitializeContext(ctx)
 			if needJoin {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form id=\"join\" class=\"join\" data-testid=\"join\">This workshop needs its join code to run experiments (you can watch without it). <label>Join code <input type=\"text\" name=\"code\" autocomplete=\"off\" data-testid=\"join-code-input\"></label> <label>Your name <input type=\"text\" name=\"name\" maxlength=\"40\" autocomplete=\"nickname\" placeholder=\"optional\" data-testid=\"join-name-input\"></label> <button type=\"submit\" data-testid=\"join-submit\">Join</button> <span id=\"join-error\" class=\"field-error\" data-testid=\"join-error\"></span></form>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form id=\"join\" class=\"join\" data-testid=\"join\" method=\"post\" action=\"/api/join\">This workshop needs its join code to run experiments (you can watch without it). <label>Join code <input type=\"text\" name=\"code\" autocomplete=\"off\" data-testid=\"join-code-input\"></label> <label>Your name <input type=\"text\" name=\"name\" maxlength=\"40\" autocomplete=\"nickname\" placeholder=\"optional\" data-testid=\"join-name-input\"></label> <button type=\"submit\" data-testid=\"join-submit\">Join</button> <span id=\"join-error\" class=\"field-error\" data-testid=\"join-error\"></span></form>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

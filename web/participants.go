@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,10 +20,24 @@ import (
 // ParticipantCookie holds a browser's participant id: the queue's fairness
 // and the per-participant limits go by it. JoinCookie proves the
 // participant entered the workshop's join code.
+// Over TLS each carries the __Host- prefix (cookieName): the browser
+// then keeps it only as the server set it, Secure, for this host alone
+// and the whole site, so that a neighbour on another subdomain or on
+// plain http cannot plant one.
 const (
 	ParticipantCookie = "limitlab_participant"
 	JoinCookie        = "limitlab_join"
+	hostPrefix        = "__Host-"
 )
+
+// cookieName is a cookie's name on this request: with the __Host- prefix
+// over TLS.
+func cookieName(r *http.Request, name string) string {
+	if overHTTPS(r) {
+		return hostPrefix + name
+	}
+	return name
+}
 
 type participantKey struct{}
 
@@ -38,14 +53,14 @@ type who struct {
 func (h *handlers) participant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := who{}
-		if c, err := r.Cookie(ParticipantCookie); err == nil {
+		if c, err := r.Cookie(cookieName(r, ParticipantCookie)); err == nil {
 			p.id, _ = h.sign.participantOf(c.Value)
 		}
 		if p.id == "" {
 			b := make([]byte, 16)
 			_, _ = rand.Read(b)
 			p.id = hex.EncodeToString(b)
-			http.SetCookie(w, &http.Cookie{Name: ParticipantCookie, Value: h.sign.participantCookie(p.id), Path: "/", MaxAge: 365 * 24 * 3600,
+			http.SetCookie(w, &http.Cookie{Name: cookieName(r, ParticipantCookie), Value: h.sign.participantCookie(p.id), Path: "/", MaxAge: 365 * 24 * 3600,
 				HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 			// A join with the code is bounded by its own rate below: the
 			// code, not the address, says who is in the room.
@@ -73,7 +88,7 @@ func (h *handlers) joined(r *http.Request) bool {
 	if h.JoinCode == "" {
 		return true
 	}
-	c, err := r.Cookie(JoinCookie)
+	c, err := r.Cookie(cookieName(r, JoinCookie))
 	if err != nil {
 		return false
 	}
@@ -128,7 +143,17 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 		Code string `json:"code"`
 		Name string `json:"name"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil {
+	// The home page's form posts itself if Enter is pressed before its
+	// script has loaded: the code goes in the body, never in a URL.
+	form := false
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+		r.Body = http.MaxBytesReader(w, r.Body, 4096)
+		if err := r.ParseForm(); err != nil {
+			writeError(w, http.StatusBadRequest, "code", "join: a form of at most 4 KiB with code and name")
+			return
+		}
+		form, body.Code, body.Name = true, r.PostForm.Get("code"), r.PostForm.Get("name")
+	} else if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, "code", "join: want {\"code\": \"...\", \"name\": \"...\"}")
 		return
 	}
@@ -175,8 +200,12 @@ func (h api) apiJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.JoinCode != "" {
-		http.SetCookie(w, &http.Cookie{Name: JoinCookie, Value: h.sign.joinProof(id, h.JoinCode, time.Now().Add(JoinTTL)), Path: "/",
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r, JoinCookie), Value: h.sign.joinProof(id, h.JoinCode, time.Now().Add(JoinTTL)), Path: "/",
 			MaxAge: int(JoinTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
+	}
+	if form {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
 	}
 	writeJSON(w, http.StatusOK, joinAnswer{Joined: true, Name: name})
 }

@@ -92,10 +92,10 @@ func TestBehindATLSProxy(t *testing.T) {
 	}
 	var secure bool
 	for _, c := range res.Cookies() {
-		secure = secure || (c.Name == ParticipantCookie && c.Secure)
+		secure = secure || (c.Name == "__Host-"+ParticipantCookie && c.Secure && c.Path == "/" && c.Domain == "")
 	}
 	if !secure {
-		t.Errorf("the participant cookie over https through a trusted proxy is not Secure: %v", res.Header["Set-Cookie"])
+		t.Errorf("the participant cookie over https through a trusted proxy is not a Secure __Host- cookie: %v", res.Header["Set-Cookie"])
 	}
 	var created struct{ ID string }
 	_ = json.Unmarshal([]byte(body), &created)

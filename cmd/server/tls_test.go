@@ -68,10 +68,10 @@ func TestDashboardServesTLS(t *testing.T) {
 	res.Body.Close()
 	secure := false
 	for _, c := range res.Cookies() {
-		secure = secure || (c.Name == "limitlab_participant" && c.Secure)
+		secure = secure || (c.Name == "__Host-limitlab_participant" && c.Secure && c.Path == "/" && c.Domain == "")
 	}
 	if !secure {
-		t.Errorf("the participant cookie over https is not Secure: %v", res.Header["Set-Cookie"])
+		t.Errorf("the participant cookie over https is not a Secure __Host- cookie: %v", res.Header["Set-Cookie"])
 	}
 	if res, err := http.Get("http://" + addr + "/"); err == nil {
 		b, _ := io.ReadAll(res.Body)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -218,15 +219,11 @@ const readyWait = 5 * time.Second
 
 // signal writes the begin file, naming the instant at, into the lane
 // whose first process is pid: written beside it and renamed, so that the
-// workload never reads it half written.
+// workload never reads it half written, and following no symlink the
+// container put in its way (engine.WriteInContainer).
 func (b *barrier) signal(pid int, at time.Time) {
-	p := "/proc/" + strconv.Itoa(pid) + "/root" + wire.BeginPath
-	err := os.WriteFile(p+".new", wire.FormatBegin(at), 0o644)
-	if err == nil {
-		err = os.Rename(p+".new", p)
-	}
-	if err != nil {
+	if err := engine.WriteInContainer(pid, wire.BeginPath, wire.FormatBegin(at)); err != nil {
 		// The workload begins by itself after wire.BeginWait.
-		b.log.Warn("start barrier: cannot signal a lane", slog.String("path", p), slog.Any("err", err))
+		b.log.Warn("start barrier: cannot signal a lane", slog.Int("pid", pid), slog.Any("err", err))
 	}
 }
