@@ -83,7 +83,7 @@ vm_sampler() {
 v2_tests() {
   LIMITLAB_K8S_NODE=$NODE2 LIMITLAB_TEST_EMULATED_CPU=1 go test -tags k8s -count=1 -timeout 40m -v \
     -run "${K8S_V2_RUN:-^(TestAPodOnTheV2Node|TestQoSContentionLab|TestOOMLab|TestGOMAXPROCSLab|TestResizeInPlaceLab|TestAMemoryResizeBelowUsage)$}" ./internal/kube/ &&
-    go test -tags k8s -count=1 -timeout 10m -v -run '^TestTwoRealNodesShareThePool$' ./cmd/server
+    go test -tags k8s -count=1 -timeout 10m -v -run '^(TestTwoRealNodesShareThePool|TestANodeTaintedBySomeoneElseGetsNoLane)$' ./cmd/server
 }
 
 static_v2_tests() {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -46,6 +47,7 @@ type config struct {
 	enginesFile  string
 	kubeconfig   string
 	namespace    string
+	kubeTolerate []string              // taint keys of others' that lanes may tolerate
 	sampler      engine.SamplerAddress // the single engine's, if any
 	proxies      web.Proxies
 	tlsCert      string
@@ -125,6 +127,17 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (docs/deploying.md: More than one host); without it, the engine DOCKER_HOST names")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of a Kubernetes cluster to run the lanes on, as pods, instead of a Docker engine (docs/deploying.md: On Kubernetes)")
 	fs.StringVar(&c.namespace, "namespace", "default", "the Kubernetes namespace of the lanes' pods, with -kubeconfig")
+	fs.Func("kube-tolerate", "taint `keys` (comma-separated) that others put on nodes which lanes may tolerate all the same, e.g. node-role.kubernetes.io/control-plane; without it a node tainted NoSchedule or NoExecute by anyone else never takes a lane", func(v string) error {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				if !taintKey.MatchString(k) || k == "io.limitlab/run" {
+					return fmt.Errorf("%q is not a taint key of another's", k)
+				}
+				c.kubeTolerate = append(c.kubeTolerate, k)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&c.sampler.URL, "sampler", "", "URL of a limitlab sampler on a remote engine's host (http://host:port or https://), to read its containers' cgroup files at the run's interval (docs/deploying.md: More than one host); in a pool, each engine's entry names its own")
 	fs.StringVar(&c.sampler.TokenFile, "sampler-token-file", "", "file holding the sampler's token")
 	fs.StringVar(&c.sampler.CA, "sampler-ca", "", "CA file that signed an https sampler's certificate (default: the system's)")
@@ -254,3 +267,7 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// taintKey is a taint's key as Kubernetes takes one: an optional DNS
+// prefix and a name.
+var taintKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)

@@ -3,14 +3,24 @@
 package main
 
 import (
+	"context"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 )
 
 // The test cluster's two real nodes (k8s/run.sh's two-node round): the
@@ -69,5 +79,103 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 	}
 	if v := on[versions["2"]]; v.Lanes[0].StatsSource != engine.StatsSampler {
 		t.Errorf("the VM node's run read from %q, want its sampler", v.Lanes[0].StatsSource)
+	}
+}
+
+// TestANodeTaintedBySomeoneElseGetsNoLane: the host's node is tainted
+// NoSchedule by its administrator, as a control plane or a dedicated node
+// is. Its engine says why it takes no run, and two runs submitted at once
+// both go to the VM's node, one after the other; no pod of theirs is ever
+// placed on the tainted node.
+func TestANodeTaintedBySomeoneElseGetsNoLane(t *testing.T) {
+	kc, admin, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	if kc == "" || admin == "" || bin == "" {
+		t.Fatal("LIMITLAB_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("nodes: %v (%d), want the host's and the VM's", err, len(list.Items))
+	}
+	hostname, _ := os.Hostname()
+	tainted, free := list.Items[0].Name, list.Items[1].Name
+	if free == hostname || strings.EqualFold(free, hostname) {
+		tainted, free = free, tainted
+	}
+	intruder := corev1.Taint{Key: "example.com/dedicated", Value: "someone-else", Effect: corev1.TaintEffectNoSchedule}
+	setTaint := func(on bool) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, tainted, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == intruder.Key })
+			if on {
+				n.Spec.Taints = append(n.Spec.Taints, intruder)
+			}
+			_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	if err := setTaint(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := setTaint(false); err != nil {
+			t.Errorf("taking the test's taint off %s: %v", tainted, err)
+		}
+	})
+	// Every pod placed while the test runs, and where.
+	placed := map[string]string{}
+	var mu sync.Mutex
+	w, err := cs.CoreV1().Pods("limitlab").Watch(ctx, metav1.ListOptions{LabelSelector: engine.LabelInstance + "=taint-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				mu.Lock()
+				placed[p.Name] = p.Spec.NodeName
+				mu.Unlock()
+			}
+		}
+	}()
+
+	m, _ := nodesPool(t, kc, bin, "taint-test")
+	var freeEngine string
+	enginetest.WaitFor(t, 2*time.Minute, "the free node's engine up and the tainted one's saying why not", func() bool {
+		up, said := false, false
+		for _, e := range m.Engines() {
+			if e.Up && strings.HasSuffix(e.Address, " node "+free) {
+				up, freeEngine = true, e.Name
+			}
+			said = said || (!e.Up && strings.HasSuffix(e.Address, " node "+tainted) &&
+				strings.Contains(e.Error, intruder.Key+":NoSchedule") && strings.Contains(e.Error, "-kube-tolerate"))
+		}
+		return up && said
+	})
+	runs := submitTwice(t, m, `{"mode": "parallel", "duration": "20s", "lanes": [{"workload": {"kind": "spin", "threads": 1, "seconds": 2}, "resources": {"limits": {"cpu": "250m", "memory": "32Mi"}}}]}`)
+	for _, r := range runs {
+		v := enginetest.WaitDone(t, r, 4*time.Minute)
+		if v.State != runner.StateDone || v.Engine != freeEngine {
+			t.Errorf("run %s: %s on %q, want done on %s (node %s): %s", v.ID, v.State, v.Engine, freeEngine, free, v.Error)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(placed) == 0 {
+		t.Error("the watch saw no pod placed")
+	}
+	for pod, node := range placed {
+		if node != free {
+			t.Errorf("pod %s was placed on %s, the node tainted by someone else", pod, node)
+		}
 	}
 }

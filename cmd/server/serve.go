@@ -211,7 +211,7 @@ func (s *server) cluster(ctx context.Context, name string, a engine.KubernetesAd
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Namespace: a.Namespace, Instance: s.instance, CgroupRoot: s.cfg.cgroupRoot, Image: image})
+	cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Namespace: a.Namespace, Instance: s.instance, CgroupRoot: s.cfg.cgroupRoot, Image: image, Tolerate: s.cfg.kubeTolerate})
 	if err != nil {
 		return nil, err
 	}

@@ -190,3 +190,8 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// placement is where a lane's pod goes on node.
+func (c *client) placement(node string) Placement {
+	return Placement{Node: node, Tolerate: c.cfg.Tolerate}
+}

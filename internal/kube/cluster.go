@@ -39,6 +39,10 @@ type Config struct {
 	// even where the server could read them itself: to measure the
 	// sampler, and to test it on a one-node cluster.
 	ViaSampler bool
+	// Tolerate are the keys of taints that others put on nodes which the
+	// lanes may tolerate all the same (-kube-tolerate): a node tainted
+	// with any other key never takes a lane.
+	Tolerate []string
 }
 
 // Cluster is a Kubernetes cluster the server runs lanes on: the connection

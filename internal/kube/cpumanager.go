@@ -93,7 +93,7 @@ func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, file
 	_, _ = rand.Read(suffix)
 	runID := "cpuprobe" + hex.EncodeToString(suffix)
 	nl := engine.NewLane{RunID: runID, Index: 0, Instance: c.cfg.Instance, Image: c.cfg.Image, Lane: plan.Lanes[0]}
-	p := PodSpec(nl, node, args(nl, wire.Loopback))
+	p := PodSpec(nl, c.placement(node), args(nl, wire.Loopback))
 	defer func() {
 		// Its own context: the probe's may have ended.
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)

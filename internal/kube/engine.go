@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +100,10 @@ func (e *Engine) pickNode(ctx context.Context) (corev1.Node, error) {
 		case !nodeReady(*n):
 			return corev1.Node{}, fmt.Errorf("kube: node %s is not Ready", e.pinned)
 		}
+		if foreign := ForeignTaints(*n, e.c.cfg.Tolerate); len(foreign) > 0 {
+			return corev1.Node{}, fmt.Errorf("kube: node %s is tainted %s by someone else: lanes go there only if the server is started with -kube-tolerate %s",
+				e.pinned, strings.Join(foreign, ", "), taintKeys(foreign))
+		}
 		if err := clearStale(ctx, e.c, *n); err != nil {
 			return corev1.Node{}, err
 		}
@@ -110,7 +116,7 @@ func (e *Engine) pickNode(ctx context.Context) (corev1.Node, error) {
 	var ready []corev1.Node
 	var held error
 	for _, n := range nodes.Items {
-		if !nodeReady(n) || n.Spec.Unschedulable {
+		if !nodeReady(n) || n.Spec.Unschedulable || len(ForeignTaints(n, e.c.cfg.Tolerate)) > 0 {
 			continue
 		}
 		if err := clearStale(ctx, e.c, n); err != nil {
@@ -195,3 +201,13 @@ func (e *Engine) ReapInstance(ctx context.Context, instance string, _ *slog.Logg
 // Watch has nothing to follow: a pod's end, an OOM kill included, is in its
 // status (Wait). It returns when ctx ends.
 func (e *Engine) Watch(ctx context.Context, _ *slog.Logger, _ func(engine.Event)) { <-ctx.Done() }
+
+// taintKeys are the keys of taints as ForeignTaints gives them, as the
+// flag takes them.
+func taintKeys(taints []string) string {
+	keys := make([]string, len(taints))
+	for i, t := range taints {
+		keys[i], _, _ = strings.Cut(t, ":")
+	}
+	return strings.Join(slices.Compact(keys), ",")
+}

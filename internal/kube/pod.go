@@ -39,15 +39,63 @@ const ephemeralStorage = 64 << 20
 // pod whose server is gone meets this deadline.
 const deadlineSlack = 2 * time.Minute
 
+// Placement is where a lane's pod may go: the node its run took (none:
+// any the scheduler picks), and the keys of the taints, besides the
+// server's own, that the facilitator let lanes tolerate
+// (-kube-tolerate).
+type Placement struct {
+	Node     string
+	Tolerate []string
+}
+
+// affinity requires the node by name. The scheduler places the pod, so
+// that every taint of the node that the pod does not tolerate keeps it
+// off, as it keeps any pod off: nodeName would bypass the scheduler and
+// every NoSchedule taint with it.
+func (pl Placement) affinity() *corev1.Affinity {
+	if pl.Node == "" {
+		return nil
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{pl.Node}}},
+		}}},
+	}}
+}
+
+// tolerations are the run's own mark on its node, and the taints the
+// facilitator named.
+func (pl Placement) tolerations(runID string) []corev1.Toleration {
+	ts := []corev1.Toleration{toleration(runID)}
+	for _, k := range pl.Tolerate {
+		ts = append(ts, corev1.Toleration{Key: k, Operator: corev1.TolerationOpExists})
+	}
+	return ts
+}
+
+// ForeignTaints are the taints of a node that keep pods off it (NoSchedule,
+// NoExecute) and that are neither a Limit Lab run's mark nor among the
+// keys tolerated: a node with any is no place for lanes.
+func ForeignTaints(n corev1.Node, tolerate []string) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintRun || t.Effect == corev1.TaintEffectPreferNoSchedule || slices.Contains(tolerate, t.Key) {
+			continue
+		}
+		out = append(out, t.Key+":"+string(t.Effect))
+	}
+	return out
+}
+
 // PodSpec builds lane i's pod. Every field comes from the plan; args are
 // the workload's command line (a load lane's with its service's address).
-// The pod runs on node, never restarts, runs as nobody on a read-only root
+// The pod is placed by the scheduler on the placement's node, never restarts, runs as nobody on a read-only root
 // without capabilities, privilege escalation, host namespaces or a
 // service-account token, under the runtime's seccomp profile: the
 // restricted Pod Security Standard. Its local storage is bounded (an
 // ephemeral-storage limit, a size on every emptyDir) and so is its life
 // (activeDeadlineSeconds, from the run's duration).
-func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
+func PodSpec(nl engine.NewLane, pl Placement, args []string) *corev1.Pod {
 	l := nl.Lane
 	yes, no := true, false
 	user := int64(nobody)
@@ -81,8 +129,8 @@ func PodSpec(nl engine.NewLane, node string, args []string) *corev1.Pod {
 			Labels: Labels(nl.Instance, nl.RunID, nl.Index),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:                      node,
-			Tolerations:                   []corev1.Toleration{toleration(nl.RunID)},
+			Affinity:                      pl.affinity(),
+			Tolerations:                   pl.tolerations(nl.RunID),
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: &grace,

@@ -65,7 +65,7 @@ func (p *Pods) Create(ctx context.Context, nl engine.NewLane) (engine.Created, e
 	// without the start barrier's file, which only this server writes.
 	shown := nl
 	shown.Begin = false
-	pod := PodSpec(shown, node, args(shown, wire.Loopback))
+	pod := PodSpec(shown, p.c.placement(node), args(shown, wire.Loopback))
 	p.mu.Lock()
 	p.pending[pod.Name] = nl
 	p.mu.Unlock()
@@ -96,7 +96,7 @@ func (p *Pods) Start(ctx context.Context, id string) (int, error) {
 		}
 		service = ip
 	}
-	uid, cid, err := p.c.makePod(ctx, PodSpec(nl, p.lease.Node(), args(nl, service)))
+	uid, cid, err := p.c.makePod(ctx, PodSpec(nl, p.c.placement(p.lease.Node()), args(nl, service)))
 	if err != nil {
 		return 0, err
 	}

@@ -120,6 +120,9 @@ func TestTheServerMayChangeOnlyItsOwnMarksOnANode(t *testing.T) {
 			n.Annotations["intruder"] = "yes"
 		},
 		"a label taken off": func(n *corev1.Node) { delete(n.Labels, "kubernetes.io/hostname") },
+		"its own taint, evicting": func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: kube.TaintRun, Value: "policy-test", Effect: corev1.TaintEffectNoExecute})
+		},
 	} {
 		if err := update(change); err == nil || !strings.Contains(err.Error(), "Limit Lab may") {
 			t.Errorf("the server's account: %s: %v, want it refused by the policy", name, err)

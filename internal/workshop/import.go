@@ -169,7 +169,7 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 	if l.PodYAML != "" && pl.Pod != nil {
 		// The pod as this server would build it from the validated lane:
 		// nothing of the file's text is kept.
-		l.PodYAML = kube.YAML(kube.PodSpec(engine.NewLane{RunID: "imported", Index: i, Lane: pl, Image: engine.OCIRepo}, "", pl.Workload.Args()))
+		l.PodYAML = kube.YAML(kube.PodSpec(engine.NewLane{RunID: "imported", Index: i, Lane: pl, Image: engine.OCIRepo}, kube.Placement{}, pl.Workload.Args()))
 	} else {
 		l.PodYAML = ""
 	}
