@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: hostcheck-save pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -54,7 +54,7 @@ reap-test-engines:
 # and must not run beside each other. Then the suite's Kubernetes part on a
 # cluster of its own (test-k8s), and its cgroup v2 part, in the VM
 # (test-v2).
-test: assets reap-test-engines test-race test-js
+test: reap-test-engines hostcheck-save assets test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
 	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web
@@ -62,6 +62,12 @@ test: assets reap-test-engines test-race test-js
 	engines/test-docker26.sh
 	k8s/run.sh
 	vm/run.sh
+	engines/hostcheck.sh compare .hostcheck
+
+# What make test must leave of the machine as it found it: its links
+# (docker0 among them) and its top-level cgroups (engines/hostcheck.sh).
+hostcheck-save:
+	engines/hostcheck.sh save .hostcheck
 
 # The engine suite's core against Debian 13's Docker 26.1 and containerd
 # 1.7, unpacked (cached under ~/.cache/limitlab-engines) and started beside

@@ -52,7 +52,9 @@ T
   setsid containerd --config "$RUN/containerd.toml" >"$RUN/containerd.log" 2>&1 </dev/null &
   echo $! >"$RUN/containerd.pid"
   for _ in $(seq 100); do [ -S "$RUN/containerd.sock" ] && break; sleep 0.1; done
-  setsid dockerd --containerd "$RUN/containerd.sock" --data-root "$DATA/docker" --exec-root "$RUN/exec" \
+  # Its own network namespace: a dockerd with --bridge=none deletes any
+  # docker0 it sees, and this machine's own must stay.
+  setsid unshare --net dockerd --containerd "$RUN/containerd.sock" --data-root "$DATA/docker" --exec-root "$RUN/exec" \
     --pidfile "$RUN/dockerd.pidfile" -H "unix://$D26_SOCK" --bridge=none --iptables=false --ip-masq=false \
     --cgroup-parent="$PARENT" >"$RUN/dockerd.log" 2>&1 </dev/null &
   echo $! >"$RUN/dockerd.pid"

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,7 +22,9 @@ import (
 // pool's engine: its own socket, data root, exec root, pidfile, cgroup
 // parent and containerd namespace, and so its own containerd, which it
 // supervises. Its containers have no network (lanes need none), so it
-// makes no bridge and touches no iptables.
+// makes no bridge and touches no iptables. It runs in a network namespace
+// of its own: a dockerd started with --bridge=none deletes any docker0 it
+// sees, and the machine's own engine's bridge must stay as it is.
 type Dockerd struct {
 	Name   string
 	Host   string // unix:///run/ll-<name>/docker.sock
@@ -97,10 +100,10 @@ func StartEngine(name string, o DockerdOptions) (*Dockerd, error) {
 	d := &Dockerd{Name: name, Host: "unix://" + run + "/docker.sock", exited: make(chan struct{}), log: logf, run: run, data: data, loop: loop}
 	d.cmd = exec.Command("dockerd",
 		"--host", d.Host, "--data-root", data, "--exec-root", run+"/exec", "--pidfile", run+"/docker.pid",
-		"--cgroup-parent", "limitlab-pool-"+name, "--containerd-namespace", "ll-"+name, "--containerd-plugins-namespace", "ll-"+name+"-plugins",
+		"--cgroup-parent", cgroupParent(name), "--containerd-namespace", "ll-"+name, "--containerd-plugins-namespace", "ll-"+name+"-plugins",
 		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--log-level", "warn")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start dockerd %s: %w", name, err)
@@ -152,7 +155,44 @@ func (d *Dockerd) Close() error {
 	if err := os.RemoveAll(d.data); err != nil {
 		return fmt.Errorf("dockerd %s: data root left: %w", d.Name, err)
 	}
-	return nil
+	return removeCgroups(cgroupParent(d.Name))
+}
+
+// cgroupParent is the cgroup a test engine's containers go under, in
+// every hierarchy.
+func cgroupParent(name string) string { return "limitlab-pool-" + name }
+
+// removeCgroups removes the cgroup parent the test engine made in each
+// hierarchy, once it is empty: its children first, each with rmdir, which
+// the kernel refuses for a cgroup that still holds a process. Nothing but
+// the directories the engine made is touched.
+func removeCgroups(parent string) error {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+	if d := "/sys/fs/cgroup/" + parent; fileIsDir(d) {
+		dirs = append(dirs, d)
+	}
+	var errs []error
+	for _, dir := range dirs {
+		var tree []string
+		_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				tree = append(tree, p)
+			}
+			return nil
+		})
+		for i := len(tree) - 1; i >= 0; i-- {
+			if err := syscall.Rmdir(tree[i]); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, fmt.Errorf("test engine's cgroup %s: %w", tree[i], err))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fileIsDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // Pause stops the engine's daemon (SIGSTOP) but not its containerd or its

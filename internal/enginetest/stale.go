@@ -39,6 +39,14 @@ func ReapStale() ([]string, error) {
 			names = append(names, name)
 		}
 	}
+	// The cgroups of test engines gone already (an earlier version of
+	// the tests left them).
+	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent("*"))
+	for _, dir := range left {
+		if err := removeCgroups(filepath.Base(dir)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Loop disks whose engine is gone already.
 	imgs, _ := filepath.Glob(filepath.Join(dataDir, "*.img"))
 	for _, img := range imgs {
@@ -73,7 +81,7 @@ func reapStale(name string) (bool, error) {
 	if err := os.RemoveAll(data); err != nil {
 		return pid > 0, fmt.Errorf("test engine %s: %w", name, err)
 	}
-	return pid > 0, nil
+	return pid > 0, removeCgroups(cgroupParent(name))
 }
 
 // stalePid is the pid in a test engine's pidfile if that process is a
