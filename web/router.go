@@ -348,7 +348,7 @@ func hostName(hostport string) string {
 // scripts), no plugins, no <base>, forms only to the server, and no other
 // site's frame. A published page carries its own, stricter one.
 const AppCSP = "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
-	"img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'self'"
+	"img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; connect-src 'self' blob:; frame-ancestors 'self'"
 
 // secureHeaders keeps the pages out of other sites' frames, lets them run
 // only the server's own scripts, and stops browsers guessing content

@@ -45,6 +45,8 @@ var apiRoutes = map[string]any{
 	"GET /api/presenter/room":                 roomBody{},
 	"GET /api/presenter/room.csv":             nil,
 	"POST /api/presenter/room/{ref}/remove":   removedAnswer{},
+	"POST /api/presenter/room/close":          roomState{},
+	"POST /api/presenter/room/open":           roomState{},
 	"GET /api/runs/{id}/live":                 nil, // runner.Message over a websocket
 	"GET /api/featured/live":                  nil, // runner.Message over a websocket
 	"GET /api/presenter/room/live":            roomBody{},
