@@ -53,6 +53,10 @@ type config struct {
 	participants, scripts, viewers int
 	natted                         int
 	out                            string
+	// slowReaders read exports at 2 KB/s from the room's address;
+	// rssBound is the server's memory the soak must not see passed.
+	slowReaders int
+	rssBound    int64
 }
 
 // every calls f every d until ctx ends.
@@ -78,7 +82,10 @@ func run() error {
 	flag.IntVar(&c.scripts, "scripts", 10, "scripts without cookies")
 	flag.IntVar(&c.viewers, "viewers", 200, "live viewers")
 	flag.StringVar(&c.out, "out", "", "write the report into this markdown file's soak section")
+	flag.IntVar(&c.slowReaders, "slow-readers", 40, "clients reading exports at 2 KB/s from the room's address")
+	rssBound := flag.Int64("rss-bound", 300, "the server's resident memory, in MiB, that the soak fails past")
 	flag.Parse()
+	c.rssBound = *rssBound << 20
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -127,6 +134,11 @@ func run() error {
 	spawn(1, 3, func(ctx context.Context, cl *http.Client, i int) { hostile(ctx, cl, srv.base, r) })
 	spawn(c.viewers, 4, func(ctx context.Context, cl *http.Client, i int) { viewer(ctx, cl, srv.base, r) })
 	spawn(1, 5, func(ctx context.Context, cl *http.Client, i int) { presenter(ctx, cl, srv.base, r) })
+	// Issue 53's attackers, from the room's own address.
+	spawn(c.slowReaders, 6, func(ctx context.Context, _ *http.Client, i int) { slowExporter(ctx, srv.base, r) })
+	spawn(1, 6, func(ctx context.Context, _ *http.Client, i int) { importBomber(ctx, srv.base, r) })
+	spawn(1, 6, func(ctx context.Context, _ *http.Client, i int) { neighbour(ctx, srv.base, r) })
+	spawn(1, 6, func(ctx context.Context, _ *http.Client, i int) { identityFlood(ctx, srv.base, r) })
 	// The sampler of the server's memory lives until the soak's end.
 	wg.Add(1)
 	go func() {
@@ -151,6 +163,9 @@ func run() error {
 	}
 	if containers != 0 || volumes != 0 {
 		return fmt.Errorf("%d containers and %d volumes left behind", containers, volumes)
+	}
+	if r.maxRSS > c.rssBound {
+		return fmt.Errorf("the server's RSS reached %d MiB, past the %d MiB bound", r.maxRSS>>20, c.rssBound>>20)
 	}
 	return nil
 }

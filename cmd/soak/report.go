@@ -134,13 +134,13 @@ func (r *report) markdown(c config, elapsed time.Duration, cpu float64, containe
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on this host: %d participants keeping cookies on addresses of their own, %d behind one address, one through nginx with TLS, all with the join code; %d scripts without cookies, one hostile client, %d viewers; the real server binary on loopback (`make soak SOAK=%s`).\n\n",
-		time.Now().UTC().Format("2006-01-02"), c.participants, c.natted, c.scripts, c.viewers, c.duration)
+	fmt.Fprintf(&b, "Measured %s on this host: %d participants keeping cookies on addresses of their own, %d behind one address, one through nginx with TLS, all with the join code; %d scripts without cookies, one hostile client, %d viewers; from the room's own address, %d clients reading exports at 2 KB/s, an import bomb every 30 s, wrong presenter tokens and join codes, and a flood of fresh identities; the real server binary on loopback (`make soak SOAK=%s`).\n\n",
+		time.Now().UTC().Format("2006-01-02"), c.participants, c.natted, c.scripts, c.viewers, c.slowReaders, c.duration)
 	fmt.Fprintf(&b, "| figure | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| window | %s |\n", elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "| runs that ended (participants' runs followed to their end) | %d |\n", r.ended())
 	fmt.Fprintf(&b, "| server CPU | %.1f s (%.1f%% of one core) |\n", cpu, 100*cpu/elapsed.Seconds())
-	fmt.Fprintf(&b, "| server RSS, highest | %d MiB |\n", r.maxRSS>>20)
+	fmt.Fprintf(&b, "| server RSS, highest (the bound the soak holds) | %d MiB (%d MiB) |\n", r.maxRSS>>20, c.rssBound>>20)
 	if mid, after := r.plateau(); mid > 0 {
 		fmt.Fprintf(&b, "| server RSS at the middle / highest after it | %d MiB / %d MiB (%.2f) |\n", mid>>20, after>>20, float64(after)/float64(mid))
 	}
