@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -215,5 +216,39 @@ func TestPruneKeepsTheNewestEndedRuns(t *testing.T) {
 	}
 	if got := fmt.Sprint(ids()); got != "[r9 r2 r1 r0]" {
 		t.Errorf("kept %s after pruning by age", got)
+	}
+}
+
+// Imported runs are bounded apart, by the order they were imported: any
+// number of them, claiming any time, pushes no run made here out, and
+// the first imported go first whatever times their files give.
+func TestImportsArePrunedApart(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		s.SaveRun(Run{ID: fmt.Sprint("own", i), Name: "run", State: "done", CreatedAt: base.Add(time.Duration(i) * time.Hour), View: []byte(`{}`)})
+	}
+	// Imports claiming times far in the past and in the future, in that
+	// order.
+	for i, at := range []time.Time{base.AddDate(-5, 0, 0), base.AddDate(5, 0, 0), base.AddDate(-10, 0, 0), base} {
+		if err := s.Import(Run{ID: fmt.Sprint("imp", i), Name: "x", State: "done", CreatedAt: at, Imported: true, View: []byte(`{}`)}, [][]byte{[]byte("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.Prune(3, time.Time{}, nil); err != nil || n != 0 {
+		t.Errorf("pruning to 3 runs made here removed %d, %v; want none: imports do not count", n, err)
+	}
+	if n, err := s.PruneImported(2); err != nil || n != 2 {
+		t.Fatalf("pruned %d imports, %v; want 2", n, err)
+	}
+	rows, _ := s.List(Filter{Limit: 100})
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(ids)
+	if got := fmt.Sprint(ids); got != "[imp2 imp3 own0 own1 own2]" {
+		t.Errorf("kept %s; want every run made here and the last two imported", got)
 	}
 }

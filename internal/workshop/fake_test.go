@@ -296,6 +296,19 @@ func TestFakeImportChecks(t *testing.T) {
 		}), "device path"},
 		{"a lane state that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].State = "hacked" }), "hacked"},
 		{"a container id that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].Container = "$(reboot)" }), "container"},
+		{"more samples than its duration and interval make", mutate(func(e *workshop.Export) {
+			for range 3000 {
+				e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[{"lane":0,"t":1}]}`))
+			}
+		}), "samples of lane 0, more than the run's duration and interval make"},
+		{"more host samples than its ticks", mutate(func(e *workshop.Export) {
+			for range 3000 {
+				e.Stream = append(e.Stream, json.RawMessage(`{"type":"host","host":{"t":1,"dt":0.25}}`))
+			}
+		}), "host samples"},
+		{"one message of megabytes", mutate(func(e *workshop.Export) {
+			e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[`+strings.Repeat(`{"lane":0},`, 200_000)+`{"lane":0}]}`))
+		}), "larger than the 1024 KiB a message may be"},
 		{"a resize of a container", mutate(func(e *workshop.Export) {
 			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 0, Limits: experiments.Limits{CPUs: "1"},
 				Resize: &runner.ResizeRecord{State: "Done", QoS: "Burstable", Command: "kubectl delete ns kube-system"}})
