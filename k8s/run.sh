@@ -43,7 +43,7 @@ up() {
   CPU_POLICY=${1:-none} IMAGES=$IMAGES bash k8s/cluster.sh up
   SA_KUBECONFIG=$KDATA/pki/limitlab.kubeconfig
   account "$SA_KUBECONFIG"
-  export LIMITLAB_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_WORKLOAD_BIN=$PWD/bin/limitlab
+  export LIMITLAB_TEST_KUBECONFIG=$SA_KUBECONFIG LIMITLAB_TEST_WORKLOAD_BIN=$PWD/bin/limitlab
   # The admin's, for the tests that play another party: fake nodes.
   export LIMITLAB_ADMIN_KUBECONFIG=$KUBECONFIG
 }

@@ -121,6 +121,9 @@ type Deps struct {
 	// participant ids it issues and their join proofs are signed with it
 	// (a random one if nil, as a test's server has).
 	Secret []byte
+	// Ready says why the server cannot take runs yet, if it cannot: GET
+	// /readyz answers 503 with it (always ready if nil).
+	Ready func() error
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -221,7 +224,7 @@ func NewRouter(d Deps) http.Handler {
 			})
 		})
 	})
-	return r
+	return health(r, d.Ready)
 }
 
 // handlers are the router's shared state and its guards (the host, the

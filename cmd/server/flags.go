@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/peterbourgon/ff/v3"
 
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/engine"
@@ -32,6 +33,7 @@ type config struct {
 	cgroupRoot   string
 	workloadBin  string
 	verbose      bool
+	logFormat    string // text (the default) or json
 	dataDir      string
 	maxRunning   int
 	queueWait    time.Duration
@@ -82,11 +84,17 @@ func (f memoryFlag) Set(s string) error {
 	return nil
 }
 
+// EnvPrefix names the environment variable of each flag: -max-conns is
+// also LIMITLAB_MAX_CONNS. A flag on the command line wins over its
+// variable.
+const EnvPrefix = "LIMITLAB"
+
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("limitlab", flag.ContinueOnError)
 	raw := c.define(fs)
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() { usage(fs) }
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix)); err != nil {
 		return c, err
 	}
 	if err := c.finish(raw); err != nil {
@@ -114,6 +122,13 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the engine host's cgroup filesystem is visible")
 	fs.StringVar(&c.workloadBin, "workload-bin", "", "static binary to put in the workload image (default: this binary)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	fs.Func("log-format", "`format` of the log: text or json (one JSON object a line, for a log collector)", func(v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json, got %q", v)
+		}
+		c.logFormat = v
+		return nil
+	})
 	fs.StringVar(&c.dataDir, "data", "data", "directory of the run store (created on first start)")
 	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
@@ -271,3 +286,27 @@ func splitList(s string) []string {
 // taintKey is a taint's key as Kubernetes takes one: an optional DNS
 // prefix and a name.
 var taintKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// envName is a flag's environment variable, as ff names it.
+func envName(flagName string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(flagName))
+}
+
+// usage is -h: every flag with its environment variable.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, "Usage: limitlab [flags]\n       limitlab version | healthcheck | export | sampler | image\n\n")
+	fmt.Fprintf(w, "Every flag may be set from the environment too, as %s_<FLAG> (-max-conns: %s); a flag given on the command line wins.\n\n", EnvPrefix, envName("max-conns"))
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  -%s", f.Name)
+		if name != "" {
+			fmt.Fprintf(w, " %s", name)
+		}
+		fmt.Fprintf(w, "  ($%s)\n    \t%s", envName(f.Name), strings.ReplaceAll(text, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}

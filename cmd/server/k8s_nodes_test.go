@@ -28,9 +28,9 @@ import (
 // why; two runs submitted at once both go to the real node, one after
 // the other, each holding the node's taint while it runs.
 func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
-	kc, admin, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	kc, admin, bin := os.Getenv("LIMITLAB_TEST_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_TEST_WORKLOAD_BIN")
 	if kc == "" || admin == "" || bin == "" {
-		t.Fatal("LIMITLAB_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
+		t.Fatal("LIMITLAB_TEST_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_TEST_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
 	}
 	cs := fakeNodes(t, admin, fakes)
 	ctx := context.Background()

@@ -29,9 +29,9 @@ import (
 // submitted at once are placed one on each node, and the VM node's is
 // read through its sampler.
 func TestTwoRealNodesShareThePool(t *testing.T) {
-	kc, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	kc, bin := os.Getenv("LIMITLAB_TEST_KUBECONFIG"), os.Getenv("LIMITLAB_TEST_WORKLOAD_BIN")
 	if kc == "" || bin == "" {
-		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
+		t.Fatal("LIMITLAB_TEST_KUBECONFIG and LIMITLAB_TEST_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
 	}
 	m, nodes := nodesPool(t, kc, bin, "two-nodes-test")
 	if len(nodes) != 2 {
@@ -88,9 +88,9 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 // both go to the VM's node, one after the other; no pod of theirs is ever
 // placed on the tainted node.
 func TestANodeTaintedBySomeoneElseGetsNoLane(t *testing.T) {
-	kc, admin, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	kc, admin, bin := os.Getenv("LIMITLAB_TEST_KUBECONFIG"), os.Getenv("LIMITLAB_ADMIN_KUBECONFIG"), os.Getenv("LIMITLAB_TEST_WORKLOAD_BIN")
 	if kc == "" || admin == "" || bin == "" {
-		t.Fatal("LIMITLAB_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
+		t.Fatal("LIMITLAB_TEST_KUBECONFIG, LIMITLAB_ADMIN_KUBECONFIG and LIMITLAB_TEST_WORKLOAD_BIN name no cluster: run make test-k8s, which starts one")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
 	if err != nil {

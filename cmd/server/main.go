@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/limitlab/limitlab/internal/workshop"
+	"github.com/limitlab/limitlab/web"
 )
 
 func main() {
@@ -34,6 +37,11 @@ func main() {
 			run, args = imageMain, args[1:]
 		case "export":
 			run, args = exportMain, args[1:]
+		case "version":
+			fmt.Println("limitlab", web.Version())
+			return
+		case "healthcheck":
+			run, args = healthcheckMain, args[1:]
 		case "pause":
 			// A pod's sandbox in the test cluster: it holds the pod's
 			// namespaces until it is asked to stop.
@@ -42,6 +50,9 @@ func main() {
 		}
 	}
 	if err := run(ctx, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "limitlab:", err)
 		os.Exit(1)
 	}

@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s := &server{cfg: cfg, log: newLogger(cfg.verbose)}
+	s := &server{cfg: cfg, log: newLogger(cfg.verbose, cfg.logFormat)}
 	defer s.close()
 	if err := s.open(ctx); err != nil {
 		return err
@@ -57,12 +57,16 @@ type server struct {
 	closers  []func()
 }
 
-func newLogger(verbose bool) *slog.Logger {
+func newLogger(verbose bool, format string) *slog.Logger {
 	level := slog.LevelInfo
 	if verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
 func (s *server) onClose(f func()) { s.closers = append(s.closers, f) }
@@ -246,6 +250,7 @@ func (s *server) serve(ctx context.Context, mgr *workshop.Manager) error {
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: s.log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), EmbedOrigins: cfg.embedOrigins, PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr, Secret: s.secret,
+			Ready: func() error { return ready(s.st, mgr.Engines()) },
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections idle this long are closed; bodies have
@@ -286,4 +291,18 @@ func (s *server) serve(ctx context.Context, mgr *workshop.Manager) error {
 		return err
 	}
 	return mgrErr
+}
+
+// ready says why the server cannot take runs, if it cannot: its store
+// refuses writes, or no engine is up yet.
+func ready(st *store.Store, engines []workshop.EngineView) error {
+	if err := st.Health(workshop.DefaultStoreMinFree); err != nil {
+		return err
+	}
+	for _, e := range engines {
+		if e.Up {
+			return nil
+		}
+	}
+	return fmt.Errorf("none of the %d engines is up yet", len(engines))
 }

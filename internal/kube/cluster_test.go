@@ -1,8 +1,8 @@
 //go:build k8s
 
 // These tests run the labs as pods on a real cluster: make test-k8s starts
-// one (k8s/run.sh) and names it in LIMITLAB_KUBECONFIG, with the binary
-// whose image it imported in LIMITLAB_WORKLOAD_BIN. Without them they fail.
+// one (k8s/run.sh) and names it in LIMITLAB_TEST_KUBECONFIG, with the binary
+// whose image it imported in LIMITLAB_TEST_WORKLOAD_BIN. Without them they fail.
 package kube_test
 
 import (

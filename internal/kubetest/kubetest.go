@@ -1,7 +1,7 @@
 // Package kubetest gives tests a workshop whose one engine is the test
 // cluster that make test-k8s starts (k8s/run.sh), named by
-// LIMITLAB_KUBECONFIG, with the binary whose image it imported in
-// LIMITLAB_WORKLOAD_BIN. Without them a test fails: it never skips.
+// LIMITLAB_TEST_KUBECONFIG, with the binary whose image it imported in
+// LIMITLAB_TEST_WORKLOAD_BIN. Without them a test fails: it never skips.
 // LIMITLAB_K8S_NODE pins the engine to one node (the cgroup v2 VM's, in
 // run.sh's two-node round); by default it takes the first Ready one.
 package kubetest
@@ -45,9 +45,9 @@ func ThroughSampler(t testing.TB, options ...func(*workshop.Options)) (*workshop
 
 func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) (*workshop.Manager, kubernetes.Interface) {
 	t.Helper()
-	kc, bin := os.Getenv("LIMITLAB_KUBECONFIG"), os.Getenv("LIMITLAB_WORKLOAD_BIN")
+	kc, bin := os.Getenv("LIMITLAB_TEST_KUBECONFIG"), os.Getenv("LIMITLAB_TEST_WORKLOAD_BIN")
 	if kc == "" || bin == "" {
-		t.Fatal("LIMITLAB_KUBECONFIG and LIMITLAB_WORKLOAD_BIN name no cluster and image: run make test-k8s, which starts one")
+		t.Fatal("LIMITLAB_TEST_KUBECONFIG and LIMITLAB_TEST_WORKLOAD_BIN name no cluster and image: run make test-k8s, which starts one")
 	}
 	img, err := engine.OCIImageRef(bin)
 	if err != nil {
