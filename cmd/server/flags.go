@@ -47,7 +47,9 @@ type config struct {
 	quotas       workshop.Quotas
 	labsDir      string
 	enginesFile  string
+	kubernetes   bool // lanes on a cluster: -kubernetes, or -kubeconfig given
 	kubeconfig   string
+	kubeContext  string
 	namespace    string
 	kubeTolerate []string              // taint keys of others' that lanes may tolerate
 	sampler      engine.SamplerAddress // the single engine's, if any
@@ -140,8 +142,10 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.IntVar(&c.maxQueue, "max-queue", workshop.DefaultMaxQueue, "runs that may wait in the queue at once")
 	fs.IntVar(&c.addressRuns, "address-runs", workshop.DefaultAddressRuns, "queued or running runs one client address may have, whatever participants it claims to be (-1: no limit)")
 	fs.StringVar(&c.enginesFile, "engines", "", "file listing a pool of Docker engines to place runs on, one run per engine at a time (docs/deploying.md: More than one host); without it, the engine DOCKER_HOST names")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of a Kubernetes cluster to run the lanes on, as pods, instead of a Docker engine (docs/deploying.md: On Kubernetes)")
-	fs.StringVar(&c.namespace, "namespace", "default", "the Kubernetes namespace of the lanes' pods, with -kubeconfig")
+	fs.BoolVar(&c.kubernetes, "kubernetes", false, "run the lanes as pods on a Kubernetes cluster instead of a Docker engine, found as kubectl finds it: -kubeconfig, else the files $KUBECONFIG lists, else ~/.kube/config, else in a pod its own service account (docs/deploying.md: On Kubernetes). A $KUBECONFIG alone never chooses a cluster")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of the Kubernetes cluster to run the lanes on (implies -kubernetes)")
+	fs.StringVar(&c.kubeContext, "context", "", "the kubeconfig's `context` to use, with -kubernetes (default: its current context)")
+	fs.StringVar(&c.namespace, "namespace", engine.DefaultNamespace, "the Kubernetes namespace of the lanes' pods, with -kubernetes")
 	fs.Func("kube-tolerate", "taint `keys` (comma-separated) that others put on nodes which lanes may tolerate all the same, e.g. node-role.kubernetes.io/control-plane; without it a node tainted NoSchedule or NoExecute by anyone else never takes a lane", func(v string) error {
 		for _, k := range strings.Split(v, ",") {
 			if k = strings.TrimSpace(k); k != "" {
@@ -246,8 +250,12 @@ func (c *config) checkEngines() error {
 	if c.sampler.URL != "" && c.enginesFile != "" {
 		return errors.New("-sampler is for the single engine: in a pool, give each engine's sampler in the engines file")
 	}
-	if c.kubeconfig != "" && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
-		return errors.New("-kubeconfig runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
+	c.kubernetes = c.kubernetes || c.kubeconfig != ""
+	if c.kubernetes && (c.enginesFile != "" || c.sampler.URL != "" || c.maxRunning != 1) {
+		return errors.New("-kubernetes (or -kubeconfig) runs the lanes on a Kubernetes cluster, one run on a node at a time: it goes with none of -engines, -sampler and -max-running")
+	}
+	if c.kubeContext != "" && !c.kubernetes {
+		return errors.New("-context names a kubeconfig's context: it goes with -kubernetes")
 	}
 	if !engine.ValidNamespace(c.namespace) {
 		return fmt.Errorf("-namespace %q: want a namespace name (lowercase letters, digits and dashes, at most 63)", c.namespace)

@@ -98,3 +98,26 @@ func TestTheBinaryForOperators(t *testing.T) {
 		t.Errorf("limitlab -h: %v: %.200s", err, out)
 	}
 }
+
+// A $KUBECONFIG in the shell never sends lanes to a cluster by itself:
+// Kubernetes is chosen with -kubernetes (or -kubeconfig), and then found
+// as kubectl finds it; -namespace defaults to the deploy files' own.
+func TestKubernetesIsChosenNotInherited(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/somewhere/kubeconfig")
+	c, err := parseFlags(nil)
+	if err != nil || c.kubernetes {
+		t.Errorf("with $KUBECONFIG set: kubernetes %v, %v; want a Docker engine", c.kubernetes, err)
+	}
+	if c.namespace != "limitlab" {
+		t.Errorf("-namespace defaults to %q, want limitlab", c.namespace)
+	}
+	if c, err := parseFlags([]string{"-kubernetes", "-context", "lab"}); err != nil || !c.kubernetes || c.kubeContext != "lab" {
+		t.Errorf("-kubernetes -context lab: %+v, %v", c.kubernetes, err)
+	}
+	if c, err := parseFlags([]string{"-kubeconfig", "k.yaml"}); err != nil || !c.kubernetes {
+		t.Errorf("-kubeconfig alone: kubernetes %v, %v; want it chosen", c.kubernetes, err)
+	}
+	if _, err := parseFlags([]string{"-context", "lab"}); err == nil || !strings.Contains(err.Error(), "-kubernetes") {
+		t.Errorf("-context without -kubernetes: %v", err)
+	}
+}

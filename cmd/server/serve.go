@@ -125,10 +125,10 @@ func (s *server) engines(ctx context.Context) (opts workshop.Options, one engine
 	opts = workshop.Options{Instance: s.instance, Interval: cfg.interval, Log: s.log,
 		Store: s.st, MaxRunning: cfg.maxRunning, MaxQueue: cfg.maxQueue, AddressRuns: cfg.addressRuns, MaxWait: cfg.queueWait, Quotas: &cfg.quotas, Keep: cfg.keep, DefaultMemory: cfg.defaultMem}
 	switch {
-	case cfg.kubeconfig != "":
-		pes, err := s.cluster(ctx, "kubernetes", engine.KubernetesAddress{Kubeconfig: cfg.kubeconfig, Namespace: cfg.namespace})
+	case cfg.kubernetes:
+		pes, err := s.cluster(ctx, "kubernetes", engine.KubernetesAddress{Kubeconfig: cfg.kubeconfig, Context: cfg.kubeContext, Namespace: cfg.namespace})
 		if err != nil {
-			return opts, nil, fmt.Errorf("-kubeconfig: %w", err)
+			return opts, nil, fmt.Errorf("-kubernetes: %w", err)
 		}
 		opts.Pool = pes
 		return opts, nil, nil
@@ -215,7 +215,7 @@ func (s *server) cluster(ctx context.Context, name string, a engine.KubernetesAd
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Namespace: a.Namespace, Instance: s.instance, CgroupRoot: s.cfg.cgroupRoot, Image: image, Tolerate: s.cfg.kubeTolerate})
+	cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Context: a.Context, Namespace: a.Namespace, Instance: s.instance, CgroupRoot: s.cfg.cgroupRoot, Image: image, Tolerate: s.cfg.kubeTolerate})
 	if err != nil {
 		return nil, err
 	}

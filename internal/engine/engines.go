@@ -40,12 +40,20 @@ type EngineAddress struct {
 	Kubernetes *KubernetesAddress `json:"kubernetes,omitempty"`
 }
 
-// KubernetesAddress is a cluster of a pool: its kubeconfig file and the
-// namespace the server's pods go in ("default" when left out).
+// KubernetesAddress is a cluster: its kubeconfig file (none: as kubectl
+// finds one, $KUBECONFIG, ~/.kube/config, or the pod's own in a cluster),
+// the context to use in it (none: its current one), and the namespace the
+// server's pods go in (DefaultNamespace when left out).
 type KubernetesAddress struct {
 	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
 }
+
+// DefaultNamespace is where lane pods go unless told: the namespace that
+// deploy/kubernetes makes, labelled for the restricted Pod Security
+// Standard.
+const DefaultNamespace = "limitlab"
 
 // namespaceName is a Kubernetes namespace's name (a DNS label).
 var namespaceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -130,7 +138,7 @@ func ParseEngines(b []byte) ([]EngineAddress, error) {
 				return nil, fail("kubernetes.namespace", "want a namespace name (lowercase letters, digits and dashes, at most 63), got %q", k.Namespace)
 			}
 			if k.Namespace == "" {
-				f.Engines[i].Kubernetes.Namespace = "default"
+				f.Engines[i].Kubernetes.Namespace = DefaultNamespace
 			}
 			continue
 		}

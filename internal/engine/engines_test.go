@@ -15,7 +15,7 @@ func TestParseEngines(t *testing.T) {
 		t.Fatalf("%+v %v", es, err)
 	}
 	es, err = ParseEngines([]byte(`{"engines": [{"name": "k8s", "kubernetes": {"kubeconfig": "admin.kubeconfig"}}]}`))
-	if err != nil || len(es) != 1 || es[0].Kubernetes == nil || es[0].Kubernetes.Kubeconfig != "admin.kubeconfig" || es[0].Kubernetes.Namespace != "default" {
+	if err != nil || len(es) != 1 || es[0].Kubernetes == nil || es[0].Kubernetes.Kubeconfig != "admin.kubeconfig" || es[0].Kubernetes.Namespace != DefaultNamespace {
 		t.Fatalf("a cluster entry: %+v %v", es, err)
 	}
 	for _, tt := range []struct{ file, want string }{

@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -23,9 +26,16 @@ import (
 
 // Config is what a cluster is connected with; nothing of it changes later.
 type Config struct {
-	// Kubeconfig is the kubeconfig file (kubectl's format).
+	// Kubeconfig is the kubeconfig file (kubectl's format); without it
+	// the cluster is found as kubectl finds it: the files $KUBECONFIG
+	// lists, else ~/.kube/config, else, in a pod, the pod's own service
+	// account (in-cluster).
 	Kubeconfig string
-	// Namespace is where the lane pods go ("default" if empty).
+	// Context is the kubeconfig's context to use (its current one if
+	// empty).
+	Context string
+	// Namespace is where the lane pods go (engine.DefaultNamespace if
+	// empty).
 	Namespace string
 	// Instance is the server's id, on every pod and node mark it makes.
 	Instance string
@@ -51,11 +61,12 @@ type Cluster struct {
 	c *client
 }
 
-// Connect reads cfg's kubeconfig and returns the cluster it names.
+// Connect finds the cluster as kubectl would (Config.Kubeconfig) and
+// returns it.
 func Connect(cfg Config) (*Cluster, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	rc, err := restConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kube: read %s: %w", cfg.Kubeconfig, err)
+		return nil, err
 	}
 	rc.UserAgent = "limitlab"
 	rc.Timeout = 30 * time.Second
@@ -67,7 +78,7 @@ func Connect(cfg Config) (*Cluster, error) {
 }
 
 func newCluster(cs kubernetes.Interface, server string, cfg Config) *Cluster {
-	cfg.Namespace = cmp.Or(cfg.Namespace, "default")
+	cfg.Namespace = cmp.Or(cfg.Namespace, engine.DefaultNamespace)
 	return &Cluster{c: &client{cs: cs, server: server, cfg: cfg}}
 }
 
@@ -103,3 +114,22 @@ func (cl *Cluster) Nodes(ctx context.Context) ([]string, error) {
 // queue places each run on a free node as it places runs on free engines,
 // and each run takes its whole node (nodeLease).
 func (cl *Cluster) Engine(node string) *Engine { return newEngine(cl.c, node) }
+
+// restConfig is the client configuration kubectl's rules give: the
+// kubeconfig named, else those $KUBECONFIG lists, else ~/.kube/config,
+// else in a pod its in-cluster configuration; with the context named, or
+// the kubeconfig's current one.
+func restConfig(cfg Config) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = cfg.Kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		where := cfg.Kubeconfig
+		if where == "" {
+			where = strings.Join(rules.Precedence, ", ")
+		}
+		return nil, fmt.Errorf("kube: no cluster found in %s (nor in a pod's own service account): %w", cmp.Or(where, "~/.kube/config"), err)
+	}
+	return rc, nil
+}
