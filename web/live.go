@@ -109,6 +109,17 @@ type viewerCount struct {
 	byAddr map[string]int
 }
 
+// total is how many viewers are counted now.
+func (v *viewerCount) total() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, k := range v.byRun {
+		n += k
+	}
+	return n
+}
+
 // acquire counts one more viewer of run from addr, or refuses it past a
 // cap; release uncounts it. A viewer of no counted address ("", a
 // participant proven by the join code) is held to the run's cap only.

@@ -25,6 +25,7 @@ import (
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Runs is what the handlers need of the workshop's manager: runs queued,
@@ -124,6 +125,12 @@ type Deps struct {
 	// Ready says why the server cannot take runs yet, if it cannot: GET
 	// /readyz answers 503 with it (always ready if nil).
 	Ready func() error
+	// Metrics serves GET /metrics (none if nil), behind MetricsToken if
+	// set; the router registers its own figures (its live viewers) in
+	// MetricsRegistry, if given.
+	Metrics         http.Handler
+	MetricsToken    string
+	MetricsRegistry prometheus.Registerer
 }
 
 // NewRouter builds the whole HTTP surface; tests serve it with httptest.
@@ -224,7 +231,12 @@ func NewRouter(d Deps) http.Handler {
 			})
 		})
 	})
-	return health(r, d.Ready)
+	if d.MetricsRegistry != nil {
+		d.MetricsRegistry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "limitlab_viewers", Help: "Live streams open: run pages, the projector and the room view.",
+		}, func() float64 { return float64(h.viewers.total()) }))
+	}
+	return health(r, d.Ready, d.Metrics, d.MetricsToken)
 }
 
 // handlers are the router's shared state and its guards (the host, the

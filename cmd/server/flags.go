@@ -38,6 +38,7 @@ type config struct {
 	maxRunning   int
 	queueWait    time.Duration
 	presenter    string
+	metricsToken string // GET /metrics must send it, if set
 	maxConns     int
 	addressConns int
 	joinCode     string
@@ -108,6 +109,7 @@ func parseFlags(args []string) (config, error) {
 // rawFlags are the flags read into c only once they are checked.
 type rawFlags struct {
 	tokenFile, proxies *string
+	metricsTokenFile   *string
 	keepDays           *float64
 }
 
@@ -135,6 +137,7 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.IntVar(&c.maxRunning, "max-running", 1, "runs that may run at once; the others wait in the queue (raise it only on a host with CPUs to spare: runs disturb each other's measurements)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Minute, "longest a run may wait in the queue before it is refused")
 	raw := rawFlags{}
+	raw.metricsTokenFile = fs.String("metrics-token-file", "", "file holding a token that GET /metrics must send as Authorization: Bearer (default: /metrics is open, as /api/runs is)")
 	raw.tokenFile = fs.String("presenter-token-file", "", "file holding the token the presenter sends as Authorization: Bearer, at least 16 characters (default $LIMITLAB_PRESENTER_TOKEN; neither: no presenter). Not a flag's value: argv is visible to every user of the host")
 	fs.IntVar(&c.maxConns, "max-conns", web.MaxConns, "connections the server holds at once; more wait until one closes")
 	fs.IntVar(&c.addressConns, "max-conns-per-address", web.DefaultConnsPerAddress, "connections one client address (an IPv6 /64 as one) may hold at once; more are closed as they arrive. A trusted proxy is held to -max-conns only. Raise it for a room of more than about fifty browsers behind one NAT")
@@ -234,6 +237,15 @@ func (c *config) finish(raw rawFlags) error {
 			return fmt.Errorf("-presenter-token-file: %w", err)
 		}
 		c.presenter = strings.TrimSpace(string(b))
+	}
+	if *raw.metricsTokenFile != "" {
+		b, err := os.ReadFile(*raw.metricsTokenFile)
+		if err != nil {
+			return fmt.Errorf("-metrics-token-file: %w", err)
+		}
+		if c.metricsToken = strings.TrimSpace(string(b)); len(c.metricsToken) < web.MinPresenterToken {
+			return fmt.Errorf("the metrics token has %d characters: give at least %d", len(c.metricsToken), web.MinPresenterToken)
+		}
 	}
 	if c.presenter != "" && len(c.presenter) < web.MinPresenterToken {
 		return fmt.Errorf("the presenter token has %d characters: give at least %d (e.g. openssl rand -hex 16)", len(c.presenter), web.MinPresenterToken)

@@ -15,11 +15,15 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/labfiles"
+	"github.com/limitlab/limitlab/internal/metrics"
 	"github.com/limitlab/limitlab/internal/sampler"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/limitlab/limitlab/web"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // run is the dashboard, in its steps: read the flags; open the store and
@@ -244,13 +248,19 @@ func (s *server) serve(ctx context.Context, mgr *workshop.Manager) error {
 		_ = mgr.Shutdown(context.Background())
 		return err
 	}
+	// The metrics: the server's process and Go runtime, its own figures,
+	// and each running lane's under cAdvisor's names.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.New(mgr, s.st.Size))
 	srv := &http.Server{
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
 			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: s.log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), EmbedOrigins: cfg.embedOrigins, PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr, Secret: s.secret,
-			Ready: func() error { return ready(s.st, mgr.Engines()) },
+			Ready:   func() error { return ready(s.st, mgr.Engines()) },
+			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), MetricsToken: cfg.metricsToken, MetricsRegistry: reg,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections idle this long are closed; bodies have

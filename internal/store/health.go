@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/docker/go-units"
 	"golang.org/x/sys/unix"
@@ -24,4 +26,16 @@ func (s *Store) Health(minFree int64) error {
 			s.dir, units.BytesSize(float64(free)), units.BytesSize(float64(minFree)))
 	}
 	return nil
+}
+
+// Size is the store's size on disk: its database file and its
+// write-ahead log.
+func (s *Store) Size() int64 {
+	var n int64
+	for _, name := range []string{FileName, FileName + "-wal"} {
+		if st, err := os.Stat(filepath.Join(s.dir, name)); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }

@@ -279,6 +279,10 @@ func (m *Manager) inMemory() []*runner.Run {
 	return out
 }
 
+// Runs are the runs in memory, oldest first: queued, running, and ended
+// ones not yet stored whole.
+func (m *Manager) Runs() []*runner.Run { return m.inMemory() }
+
 // Owner is the participant who submitted a run in memory.
 func (m *Manager) Owner(id string) (string, bool) {
 	e, ok := m.live(id)
