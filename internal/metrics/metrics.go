@@ -58,7 +58,9 @@ var laneMetrics = []laneMetric{
 	lane("container_memory_working_set_bytes", "Current working set in bytes.", prometheus.GaugeValue,
 		always(func(c runner.LaneCounters) float64 { return float64(c.Counters.MemBytes) })),
 	lane("container_spec_memory_limit_bytes", "Memory limit for the container.", prometheus.GaugeValue,
-		func(c runner.LaneCounters) (float64, bool) { return float64(c.Counters.MemLimit), c.Counters.MemLimit > 0 }),
+		func(c runner.LaneCounters) (float64, bool) {
+			return float64(c.Counters.MemLimit), c.Counters.MemLimit > 0
+		}),
 	lane("container_fs_reads_bytes_total", "Cumulative count of bytes read.", prometheus.CounterValue,
 		always(func(c runner.LaneCounters) float64 { return float64(c.Counters.ReadBytes) })),
 	lane("container_fs_writes_bytes_total", "Cumulative count of bytes written.", prometheus.CounterValue,
