@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: hostcheck-save pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: hostcheck-save release pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
 # The uPlot files come from npm at the version package-lock.json pins.
 static/vendor/uPlot.iife.min.js: package.json package-lock.json
@@ -27,6 +27,13 @@ image: build
 
 run: build
 	./bin/limitlab $(ARGS)
+
+# The dashboard's image for linux/amd64 and linux/arm64 as one OCI image
+# index, pushed to REGISTRY (host[:port]/path) as VERSION (cmd/release,
+# with go-containerregistry; nothing else is needed than Go).
+release: assets
+	@test -n "$(VERSION)" -a -n "$(REGISTRY)" || { echo "usage: make release VERSION=v0.1.0 REGISTRY=host/path" >&2; exit 2; }
+	$(GO) run ./cmd/release -version $(VERSION) -registry $(REGISTRY)
 
 generate:
 	$(GO) generate ./web

@@ -172,9 +172,17 @@ func bundle(static fs.FS, entry string) (string, error) {
 	return string(res.OutputFiles[0].Contents), nil
 }
 
-// Version is this build of Limit Lab: its module version, or its commit
-// where the build recorded one.
+// version is the release's, where make release stamps it
+// (-ldflags -X).
+var version string
+
+// Version is this build of Limit Lab: the release it was built as, its
+// module version (go install at a version), or its commit where the build
+// recorded one.
 func Version() string {
+	if version != "" {
+		return version
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -168,9 +169,11 @@ func (ow ociWriter) blob(b []byte) (string, error) {
 
 // image writes the config and manifest of an image of the layer that runs
 // the binary with cmd as nobody, and returns its descriptor, named ref.
+// The binary is this one, so the image is for the architecture it was
+// built for: a node of another cannot run it, and says so.
 func (ow ociWriter) image(layer ociLayer, ref, cmd string) (ociDescriptor, error) {
 	config, _ := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux",
+		"architecture": runtime.GOARCH, "os": "linux",
 		"config": map[string]any{"Entrypoint": []string{"/limitlab", cmd}, "User": "65534:65534", "WorkingDir": "/"},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.digest}},
 	})

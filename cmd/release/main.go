@@ -1,0 +1,214 @@
+// Command release builds Limit Lab's dashboard image for every platform it
+// ships on and pushes it to a registry as one OCI image index (make
+// release VERSION=v0.1.0 REGISTRY=host/path): a static binary (CGO off)
+// per platform, FROM scratch, each image's config naming its own
+// architecture, written and pushed with go-containerregistry.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var o options
+	flag.StringVar(&o.version, "version", "", "the release's `version`, e.g. v0.1.0 (its image's tag)")
+	flag.StringVar(&o.registry, "registry", "", "where to push: `host[:port]/path`, e.g. ghcr.io/limitlab/limitlab")
+	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "the `platforms` to build for")
+	flag.Parse()
+	o.platforms = strings.Split(*platforms, ",")
+	ref, err := release(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+	fmt.Println(ref)
+}
+
+type options struct {
+	version, registry string
+	platforms         []string
+	// dir is the module's root (the working directory if empty).
+	dir string
+}
+
+// semver is a release's version as its tag.
+var semver = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+
+// release builds the binaries and images and pushes the index; it returns
+// the index's reference by digest.
+func release(ctx context.Context, o options, log io.Writer) (string, error) {
+	if !semver.MatchString(o.version) {
+		return "", fmt.Errorf("-version %q: want a version such as v0.1.0", o.version)
+	}
+	if o.registry == "" {
+		return "", errors.New("-registry: name where to push, e.g. ghcr.io/limitlab/limitlab")
+	}
+	ref, err := name.ParseReference(o.registry+":"+o.version, insecureOnLoopback(o.registry)...)
+	if err != nil {
+		return "", fmt.Errorf("-registry %q: %w", o.registry, err)
+	}
+	if _, err := os.Stat(filepath.Join(o.dir, "static", "vendor", "uPlot.iife.min.js")); err != nil {
+		return "", fmt.Errorf("the chart library is not in static/vendor (make assets puts it there): %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "limitlab-release")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range o.platforms {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil || plat.OS != "linux" {
+			return "", fmt.Errorf("-platforms: %q is not a linux platform", p)
+		}
+		bin := filepath.Join(tmp, "limitlab-"+plat.Architecture)
+		fmt.Fprintf(log, "release: building %s for %s\n", o.version, plat)
+		if err := build(ctx, o, plat, bin); err != nil {
+			return "", err
+		}
+		img, err := image(bin, o.version, *plat)
+		if err != nil {
+			return "", err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+	}
+	fmt.Fprintf(log, "release: pushing %s\n", ref)
+	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	return ref.Context().Digest(d.String()).String(), nil
+}
+
+// insecureOnLoopback lets a registry on this machine be reached over
+// plain http, as Docker does for 127.0.0.0/8.
+func insecureOnLoopback(registry string) []name.Option {
+	host, _, _ := strings.Cut(registry, "/")
+	h := host
+	if i := strings.LastIndex(h, ":"); i > 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	if h == "localhost" || strings.HasPrefix(h, "127.") || h == "[::1]" {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// build compiles the server, static, for the platform.
+func build(ctx context.Context, o options, p *v1.Platform, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out,
+		"-ldflags", "-s -w -X github.com/limitlab/limitlab/web.version="+o.version, "./cmd/server")
+	cmd.Dir = o.dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+	if p.Variant != "" && p.Architecture == "arm" {
+		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build for %s: %v\n%s", p, err, out)
+	}
+	return nil
+}
+
+// The dashboard's defaults in its image: it listens on the container's
+// port, answers to the names a published loopback port is reached by,
+// reads the host's cgroup files where the run line mounts them, and
+// keeps its store in /data.
+var imageEnv = []string{
+	"LIMITLAB_ADDR=0.0.0.0:8080",
+	"LIMITLAB_ALLOW_HOST=localhost,127.0.0.1,::1",
+	"LIMITLAB_CGROUP_ROOT=/host/sys/fs/cgroup",
+	"LIMITLAB_DATA=/data",
+}
+
+// image is the dashboard's image for one platform: FROM scratch, the
+// static binary and an empty /data, its config naming the platform.
+func image(bin, version string, p v1.Platform) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return layerTar(bin) })
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err = mutate.AppendLayers(img, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
+	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Config = v1.Config{
+		Entrypoint:   []string{"/limitlab"},
+		Env:          imageEnv,
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+		Volumes:      map[string]struct{}{"/data": {}},
+		WorkingDir:   "/",
+		Healthcheck: &v1.HealthConfig{Test: []string{"CMD", "/limitlab", "healthcheck"},
+			Interval: 30 * time.Second, Timeout: 5 * time.Second, StartPeriod: time.Minute, Retries: 3},
+		Labels: map[string]string{
+			"org.opencontainers.image.title":    "Limit Lab",
+			"org.opencontainers.image.version":  version,
+			"org.opencontainers.image.licenses": "Apache-2.0",
+			"org.opencontainers.image.source":   "https://github.com/limitlab/limitlab",
+		},
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// layerTar is the image's one layer: /limitlab and /data.
+func layerTar(bin string) (io.ReadCloser, error) {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for _, h := range []*tar.Header{
+		{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch},
+		{Name: "limitlab", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(b)), ModTime: epoch},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(&buf), nil
+}
