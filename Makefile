@@ -5,15 +5,25 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: hostcheck-save release pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: hostcheck-save release assets-npm assets-update pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
 
-# The uPlot files come from npm at the version package-lock.json pins.
-static/vendor/uPlot.iife.min.js: package.json package-lock.json
+# The chart library's files are in the repository (static/vendor), at the
+# version package-lock.json pins and with the checksums SHA256SUMS gives,
+# so that building needs Go only (go install included). `make assets`
+# checks them; `make assets-npm` checks them against npm's own copy of
+# that version (make test does), and `make assets-update` takes npm's.
+assets:
+	cd static/vendor && sha256sum --quiet -c SHA256SUMS
+
+assets-npm: assets
 	npm ci --no-audit --no-fund
-	mkdir -p static/vendor
-	cp node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css static/vendor/
+	cmp node_modules/uplot/dist/uPlot.iife.min.js static/vendor/uPlot.iife.min.js
+	cmp node_modules/uplot/dist/uPlot.min.css static/vendor/uPlot.min.css
 
-assets: static/vendor/uPlot.iife.min.js
+assets-update:
+	npm ci --no-audit --no-fund
+	cp node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css static/vendor/
+	cd static/vendor && sha256sum uPlot.iife.min.js uPlot.min.css >SHA256SUMS
 
 # The server binary is static (CGO_ENABLED=0): it is also the workload
 # program that the FROM scratch workload image runs.
@@ -61,7 +71,7 @@ reap-test-engines:
 # and must not run beside each other. Then the suite's Kubernetes part on a
 # cluster of its own (test-k8s), and its cgroup v2 part, in the VM
 # (test-v2).
-test: reap-test-engines hostcheck-save assets test-race test-js
+test: reap-test-engines hostcheck-save assets-npm test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
 	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web
@@ -134,4 +144,4 @@ bench-labs: assets
 	$(GO) run ./cmd/labbench -runs 3 -out docs/benchmarks.md
 
 clean:
-	rm -rf bin static/vendor node_modules
+	rm -rf bin node_modules

@@ -35,7 +35,7 @@ func chromiumPath(t testing.TB) string {
 func browser(t testing.TB) context.Context {
 	t.Helper()
 	if _, err := os.Stat("../static/vendor/uPlot.iife.min.js"); err != nil {
-		t.Fatal("static/vendor has no uPlot: run `make assets` (npm ci, then copy) first")
+		t.Fatal("static/vendor has no uPlot: it is in the repository; `make assets-update` takes it from npm again")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),

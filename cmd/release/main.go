@@ -73,7 +73,7 @@ func release(ctx context.Context, o options, log io.Writer) (string, error) {
 		return "", fmt.Errorf("-registry %q: %w", o.registry, err)
 	}
 	if _, err := os.Stat(filepath.Join(o.dir, "static", "vendor", "uPlot.iife.min.js")); err != nil {
-		return "", fmt.Errorf("the chart library is not in static/vendor (make assets puts it there): %w", err)
+		return "", fmt.Errorf("the chart library is not in static/vendor (it is in the repository; make assets-update takes it from npm): %w", err)
 	}
 	tmp, err := os.MkdirTemp("", "limitlab-release")
 	if err != nil {
