@@ -9,6 +9,9 @@
 //     default);
 //  4. the same at 1 Hz, `docker stats`' own rate;
 //
+// and, after the third, a burst of Prometheus scrapes of /metrics
+// (scrape.go);
+//
 // and, beside the containers alone, the floor of a sample's cost on this
 // host (floor.go).
 //
@@ -74,6 +77,7 @@ func (t ticks) total() int64  { return t.engine() + t.tool }
 type round struct {
 	alone, stats, lab, lab1 ticks
 	floor                   floorResult
+	scrape                  scrapeCost // /metrics scraped while Limit Lab samples at 4 Hz
 }
 
 // added is what a tool adds over the containers alone: its own ticks and
@@ -111,10 +115,10 @@ func run(ctx context.Context) error {
 		if r.alone, r.stats, r.floor, err = containerWindows(ctx, eng, image, *lanes, *window, log); err != nil {
 			return err
 		}
-		if r.lab, err = labWindow(ctx, *bin, *lanes, *window, 250*time.Millisecond); err != nil {
+		if r.lab, r.scrape, err = labWindow(ctx, *bin, *lanes, *window, 250*time.Millisecond, true); err != nil {
 			return err
 		}
-		if r.lab1, err = labWindow(ctx, *bin, *lanes, *window, time.Second); err != nil {
+		if r.lab1, _, err = labWindow(ctx, *bin, *lanes, *window, time.Second, false); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "overhead: alone %+v, docker stats %+v, Limit Lab %+v, at 1 Hz %+v, the floor %+v\n", r.alone, r.stats, r.lab, r.lab1, r.floor)
@@ -179,23 +183,23 @@ func containerWindows(ctx context.Context, eng *client.Client, image string, n i
 
 // labWindow starts the server, runs the same containers as one run of its
 // own sampled every interval, measures, and stops it.
-func labWindow(ctx context.Context, bin string, n int, window, interval time.Duration) (ticks, error) {
+func labWindow(ctx context.Context, bin string, n int, window, interval time.Duration, scrape bool) (ticks, scrapeCost, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return ticks{}, err
+		return ticks{}, scrapeCost{}, err
 	}
 	addr := l.Addr().String()
 	l.Close()
 	data, err := os.MkdirTemp("", "limitlab-overhead")
 	if err != nil {
-		return ticks{}, err
+		return ticks{}, scrapeCost{}, err
 	}
 	defer os.RemoveAll(data)
 	srv := exec.Command(bin, "-addr", addr, "-data", data)
 	var logs bytes.Buffer
 	srv.Stdout, srv.Stderr = &logs, &logs
 	if err := srv.Start(); err != nil {
-		return ticks{}, err
+		return ticks{}, scrapeCost{}, err
 	}
 	defer func() {
 		_ = srv.Process.Signal(syscall.SIGTERM)
@@ -211,7 +215,7 @@ func labWindow(ctx context.Context, bin string, n int, window, interval time.Dur
 		}
 		return err == nil && res.StatusCode == http.StatusOK
 	}); err != nil {
-		return ticks{}, fmt.Errorf("the server did not answer: %v\n%s", err, logs.String())
+		return ticks{}, scrapeCost{}, fmt.Errorf("the server did not answer: %v\n%s", err, logs.String())
 	}
 	var spec strings.Builder
 	fmt.Fprintf(&spec, `{"name": "overhead", "mode": "parallel", "duration": "%ds", "interval": "%s", "lanes": [`, int(3*window.Seconds()), interval)
@@ -224,7 +228,7 @@ func labWindow(ctx context.Context, bin string, n int, window, interval time.Dur
 	spec.WriteString("]}")
 	res, err := hc.Post(base+"/api/runs", "application/json", strings.NewReader(spec.String()))
 	if err != nil {
-		return ticks{}, err
+		return ticks{}, scrapeCost{}, err
 	}
 	var created struct {
 		ID     string
@@ -233,7 +237,7 @@ func labWindow(ctx context.Context, bin string, n int, window, interval time.Dur
 	_ = json.NewDecoder(res.Body).Decode(&created)
 	res.Body.Close()
 	if res.StatusCode != http.StatusCreated {
-		return ticks{}, fmt.Errorf("the run was refused: %d %+v", res.StatusCode, created.Errors)
+		return ticks{}, scrapeCost{}, fmt.Errorf("the run was refused: %d %+v", res.StatusCode, created.Errors)
 	}
 	defer func() {
 		if res, err := hc.Post(base+"/api/runs/"+created.ID+"/stop", "application/json", nil); err == nil {
@@ -256,10 +260,18 @@ func labWindow(ctx context.Context, bin string, n int, window, interval time.Dur
 		}
 		return running == n
 	}); err != nil {
-		return ticks{}, fmt.Errorf("the run's lanes did not all start: %v", err)
+		return ticks{}, scrapeCost{}, fmt.Errorf("the run's lanes did not all start: %v", err)
 	}
 	settle(ctx)
-	return measure(ctx, window, srv.Process.Pid), ctx.Err()
+	t := measure(ctx, window, srv.Process.Pid)
+	var sc scrapeCost
+	if scrape && ctx.Err() == nil {
+		var err error
+		if sc, err = scrapeBurst(ctx, base, srv.Process.Pid, float64(t.tool)/window.Seconds()); err != nil {
+			return t, sc, err
+		}
+	}
+	return t, sc, ctx.Err()
 }
 
 func settle(ctx context.Context) {
@@ -356,6 +368,11 @@ func report(rs []round, n int, window time.Duration) string {
 			return float64(t.tool) * 10e3 / (float64(n) * hz * window.Seconds())
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d ticks | %.0f µs | %.0f µs | %.0f µs (%d files a tick) |\n", k+1, ratio(r.lab), ratio(r.lab1), r.lab.engine()-r.alone.engine(), perSample(r.lab, 4), perSample(r.lab1, 1), r.floor.perSample(), r.floor.Files)
+	}
+	fmt.Fprintf(&b, "\nA Prometheus scrape of `/metrics` while the twelve lanes run at 4 Hz: %d scrapes in a row, the server's ticks over what it spent sampling at the window's rate meanwhile, and one scrape every %s as a share of the server's own CPU over those %s.\n\n", scrapes, scrapeEvery, scrapeEvery)
+	b.WriteString("| round | lines a scrape | the burst | the server's CPU per scrape | one every 15 s ÷ the server's own CPU |\n| --- | --- | --- | --- | --- |\n")
+	for k, r := range rs {
+		fmt.Fprintf(&b, "| %d | %d | %d ticks in %s | %.2f ms | %.3f |\n", k+1, r.scrape.series, r.scrape.ticks, r.scrape.took.Round(time.Millisecond), r.scrape.perScrape(), r.scrape.shareAt15s())
 	}
 	return b.String()
 }
