@@ -98,10 +98,17 @@ func TestMetricsOfAThrottledRun(t *testing.T) {
 	if !ok || cpu <= 0 || !qok || quota != 30000 {
 		t.Errorf("the lane's CPU seconds %g (%v) and quota %g (%v); want some, and 30000 µs", cpu, ok, quota, qok)
 	}
-	for _, name := range []string{"limitlab_runs", "limitlab_queue_length", "limitlab_engines", "limitlab_store_bytes", "limitlab_viewers", "process_resident_memory_bytes"} {
+	for _, name := range []string{"limitlab_runs", "limitlab_queue_length", "limitlab_engines", "limitlab_store_bytes", "limitlab_viewers",
+		"limitlab_sampling_ticks_total", "limitlab_sampling_ticks_missed_total", "limitlab_sampling_lag_seconds", "process_resident_memory_bytes"} {
 		if mf[name] == nil {
 			t.Errorf("/metrics has no %s", name)
 		}
+	}
+	if f := mf["limitlab_sampling_ticks_total"]; f == nil || f.Metric[0].GetCounter().GetValue() <= 0 {
+		t.Error("the sampling clock's ticks are not counted")
+	}
+	if f := mf["limitlab_sampling_lag_seconds"]; f == nil || f.Metric[0].GetSummary().GetSampleCount() == 0 {
+		t.Error("the samples' lag is not timed")
 	}
 	t.Logf("the throttled lane: %g throttled periods, then %g; %g CPU seconds", first, second, cpu)
 	var v struct{ Ended bool }

@@ -81,6 +81,7 @@ type Collector struct {
 	storeBytes func() int64
 
 	queued, runs, engines, store *prometheus.Desc
+	ticks, missed, lag           *prometheus.Desc
 }
 
 // New is the collector of src's figures, and of the store's size on disk
@@ -91,6 +92,9 @@ func New(src Source, storeBytes func() int64) *Collector {
 		runs:    prometheus.NewDesc("limitlab_runs", "Runs in the server's memory, by state: queued, running, and ended ones not yet stored whole.", []string{"state"}, nil),
 		engines: prometheus.NewDesc("limitlab_engines", "Engines of the pool, by state.", []string{"state"}, nil),
 		store:   prometheus.NewDesc("limitlab_store_bytes", "The run store's size on disk, its write-ahead log included.", nil, nil),
+		ticks:   prometheus.NewDesc("limitlab_sampling_ticks_total", "Ticks of the one sampling clock given to runs.", nil, nil),
+		missed:  prometheus.NewDesc("limitlab_sampling_ticks_missed_total", "Ticks a run missed because it was still reading the one before.", nil, nil),
+		lag:     prometheus.NewDesc("limitlab_sampling_lag_seconds", "How long a run's samples took from their tick to being published.", nil, nil),
 	}
 }
 
@@ -100,6 +104,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.runs
 	ch <- c.engines
 	ch <- c.store
+	ch <- c.ticks
+	ch <- c.missed
+	ch <- c.lag
 	for _, m := range laneMetrics {
 		ch <- m.desc
 	}
@@ -130,6 +137,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for s, n := range engines {
 		ch <- prometheus.MustNewConstMetric(c.engines, prometheus.GaugeValue, float64(n), string(s))
 	}
+	clock := runner.Clock()
+	ch <- prometheus.MustNewConstMetric(c.ticks, prometheus.CounterValue, float64(clock.Ticks))
+	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(clock.Missed))
+	ch <- prometheus.MustNewConstSummary(c.lag, clock.Lagged, clock.Lag.Seconds(), nil)
 	if c.storeBytes != nil {
 		ch <- prometheus.MustNewConstMetric(c.store, prometheus.GaugeValue, float64(c.storeBytes()))
 	}

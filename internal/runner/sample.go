@@ -26,6 +26,7 @@ func (x *execution) sample(ctx context.Context) {
 			return
 		case now := <-ticks:
 			x.sampleOnce(now)
+			sampled(time.Since(now))
 		}
 	}
 }

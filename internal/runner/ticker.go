@@ -117,7 +117,9 @@ func (k *ticker) run(stop, done chan struct{}, base time.Duration) {
 				}
 				select {
 				case c <- now:
+					clockStats.ticks.Add(1)
 				default: // still reading the last one
+					clockStats.missed.Add(1)
 				}
 			}
 			k.mu.Unlock()
