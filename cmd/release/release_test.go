@@ -282,13 +282,16 @@ func TestTheReleasedImageRunsWithComposeV2(t *testing.T) {
 	project := []string{"-p", "limitlabrelease", "-f", "docker-compose.yml"}
 	run(t, root, env, compose, append(project, "up", "-d")...)
 	t.Cleanup(func() {
-		logs, _ := exec.Command(compose, append(project, "logs")...).CombinedOutput()
+		logsCmd := exec.Command(compose, append(project, "logs")...)
+		logsCmd.Dir, logsCmd.Env = root, append(os.Environ(), env...)
+		logs, _ := logsCmd.CombinedOutput()
 		cmd := exec.Command(compose, append(project, "down", "-v", "--timeout", "40")...)
 		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("docker compose down: %v\n%s", err, out)
 		}
 		removeWorkloadImages(t, string(logs))
+		_ = exec.Command("docker", "rmi", ref).Run()
 	})
 	labToVerdict(t, "http://127.0.0.1:"+port)
 	waitFor(t, 2*time.Minute, "compose to say the service is healthy", func() bool {

@@ -73,7 +73,7 @@ func samplerClient(a *engine.SamplerAddress) (*sampler.Client, error) {
 // prepareEngine makes an engine ready for runs: it probes its host, builds
 // the workload image there, probes its block IO control with a container,
 // and removes what an earlier life of this server left on it.
-func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, images []string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
+func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, images []string, st *store.Store, dataDir, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
 	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
 	if err != nil {
 		return host, "", err
@@ -88,6 +88,11 @@ func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, 
 	image, err := engine.EnsureImage(ctx, eng, bin, log)
 	if err != nil {
 		return host, "", err
+	}
+	if old, err := store.SwapImage(dataDir, image); err != nil {
+		log.Warn("workload image", slog.Any("err", err))
+	} else if old != "" {
+		engine.RemoveOldImage(ctx, eng, old, log)
 	}
 	// A facilitator's images are looked for, never pulled.
 	engine.ProbeImages(ctx, eng, &host, images, log)

@@ -207,7 +207,7 @@ func (s *server) samplerFor(a *engine.SamplerAddress) (*sampler.Client, error) {
 // prepare makes a Docker engine ready for runs, when its pool says.
 func (s *server) prepare(eng engine.Engine, smp *sampler.Client, log *slog.Logger) func(context.Context) (engine.HostInfo, string, error) {
 	return func(ctx context.Context) (engine.HostInfo, string, error) {
-		return prepareEngine(ctx, eng, smp, s.cfg.cgroupRoot, s.bin, s.cfg.images, s.st, s.instance, log)
+		return prepareEngine(ctx, eng, smp, s.cfg.cgroupRoot, s.bin, s.cfg.images, s.st, s.cfg.dataDir, s.instance, log)
 	}
 }
 

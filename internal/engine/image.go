@@ -181,3 +181,27 @@ func ProbeImages(ctx context.Context, eng Engine, h *HostInfo, names []string, l
 		}
 	}
 }
+
+// imageRemover is the engine call RemoveOldImage makes, where the engine
+// has it (the Docker client does; the fake engine has no images).
+type imageRemover interface {
+	ImageRemove(ctx context.Context, image string, opts client.ImageRemoveOptions) (client.ImageRemoveResult, error)
+}
+
+// RemoveOldImage removes old, a workload image this server built with an
+// earlier binary, unless a container still uses it: a server keeps only
+// its current image. It never touches another image: another server's,
+// even another Limit Lab's, is that server's to remove.
+func RemoveOldImage(ctx context.Context, eng Engine, old string, log *slog.Logger) {
+	r, ok := eng.(imageRemover)
+	if !ok || !strings.HasPrefix(old, ImageRepo+":") || old == ImageRepo+":latest" {
+		return
+	}
+	if _, err := r.ImageRemove(ctx, old, client.ImageRemoveOptions{PruneChildren: true}); err != nil {
+		if !cerrdefs.IsNotFound(err) {
+			log.Info("the previous workload image is kept", slog.String("image", old), slog.Any("why", err))
+		}
+		return
+	}
+	log.Info("removed this server's previous workload image", slog.String("image", old))
+}

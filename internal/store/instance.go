@@ -72,3 +72,24 @@ func Secret(dir string) ([]byte, error) {
 	}
 	return raw, nil
 }
+
+// ImageFile names the workload image the server last built: when its
+// binary changes, it removes that one, its own, from its engines.
+const ImageFile = "workload-image"
+
+// SwapImage records current as this data directory's workload image and
+// returns the one recorded before, if it was another.
+func SwapImage(dir, current string) (previous string, err error) {
+	path := filepath.Join(dir, ImageFile)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("store: workload image: %w", err)
+	}
+	if prev := strings.TrimSpace(string(b)); prev != current {
+		previous = prev
+	}
+	if err := os.WriteFile(path, []byte(current+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("store: workload image: %w", err)
+	}
+	return previous, nil
+}
