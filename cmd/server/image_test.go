@@ -35,7 +35,7 @@ func imageOf(t *testing.T, dataDir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(b))
+	return strings.Fields(string(b))[0]
 }
 
 // A server keeps only its current workload image: started again with

@@ -78,17 +78,26 @@ func Secret(dir string) ([]byte, error) {
 const ImageFile = "workload-image"
 
 // SwapImage records current as this data directory's workload image and
-// returns the one recorded before, if it was another.
+// returns the one it had before, if another: every engine of a pool asks,
+// and each gets the same answer until the binary changes again.
 func SwapImage(dir, current string) (previous string, err error) {
 	path := filepath.Join(dir, ImageFile)
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("store: workload image: %w", err)
 	}
-	if prev := strings.TrimSpace(string(b)); prev != current {
-		previous = prev
+	// The file holds the current image and, under it, the one before.
+	lines := strings.Fields(string(b))
+	if len(lines) > 0 && lines[0] == current {
+		if len(lines) > 1 {
+			return lines[1], nil
+		}
+		return "", nil
 	}
-	if err := os.WriteFile(path, []byte(current+"\n"), 0o600); err != nil {
+	if len(lines) > 0 {
+		previous = lines[0]
+	}
+	if err := os.WriteFile(path, []byte(current+"\n"+previous+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("store: workload image: %w", err)
 	}
 	return previous, nil

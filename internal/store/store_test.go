@@ -252,3 +252,21 @@ func TestImportsArePrunedApart(t *testing.T) {
 		t.Errorf("kept %s; want every run made here and the last two imported", got)
 	}
 }
+
+// The workload image a data directory records: a new one is recorded
+// with the one before it, which every engine of a pool is told until the
+// binary changes again.
+func TestSwapImage(t *testing.T) {
+	dir := t.TempDir()
+	for i, tc := range []struct{ current, want string }{
+		{"limitlab-workload:a", ""},
+		{"limitlab-workload:a", ""},
+		{"limitlab-workload:b", "limitlab-workload:a"},
+		{"limitlab-workload:b", "limitlab-workload:a"},
+		{"limitlab-workload:c", "limitlab-workload:b"},
+	} {
+		if got, err := SwapImage(dir, tc.current); err != nil || got != tc.want {
+			t.Errorf("step %d: SwapImage(%s) = %q, %v; want %q", i, tc.current, got, err, tc.want)
+		}
+	}
+}
