@@ -4,6 +4,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // health serves the operators' probes and metrics ahead of the router, so
@@ -11,16 +13,16 @@ import (
 // Prometheus, names the pod's address as its Host): /healthz says the
 // process serves; /readyz says it can take runs, once ready says so;
 // /metrics is the metrics handler's, behind its token if it has one.
-func health(next http.Handler, ready func() error, metrics http.Handler, token string) http.Handler {
-	mux := http.NewServeMux()
+func health(next http.Handler, ready func() error, metrics http.Handler, token string) chi.Router {
+	mux := chi.NewRouter()
 	if metrics != nil {
-		mux.Handle("GET /metrics", metricsToken(metrics, token))
+		mux.Method(http.MethodGet, "/metrics", metricsToken(metrics, token))
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if ready != nil {
 			if err := ready(); err != nil {
@@ -31,7 +33,7 @@ func health(next http.Handler, ready func() error, metrics http.Handler, token s
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.Handle("/", next)
+	mux.Mount("/", next)
 	return mux
 }
 

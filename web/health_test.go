@@ -42,3 +42,12 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("a page for a Host not allowed: %d, want the router's guards as before", status)
 	}
 }
+
+// Every page names the build's version at its foot.
+func TestPagesShowTheVersion(t *testing.T) {
+	srv, _, _ := newFakeServer(t, nil)
+	res, body := get(t, srv.URL+"/")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="version">Limit Lab `+Version()+`</footer>`) {
+		t.Errorf("the home page does not name version %q", Version())
+	}
+}

@@ -72,7 +72,10 @@ func TestANodeTaintedBySomeoneElseTakesNoLane(t *testing.T) {
 		{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule},
 	}
 	here := fakeNode("here", true, false, bootID)
-	here.Spec.Taints = []corev1.Taint{{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}}
+	// A PreferNoSchedule taint, and the node's own condition as the node
+	// controller marks it for a moment once kubelet restarts.
+	here.Spec.Taints = []corev1.Taint{{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule},
+		{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
 	cs := fake.NewSimpleClientset(tainted, here)
 	ctx := context.Background()
 	_, err := fakeEngine(cs, root, "a-tainted").Probe(ctx)

@@ -75,11 +75,15 @@ func (pl Placement) tolerations(runID string) []corev1.Toleration {
 
 // ForeignTaints are the taints of a node that keep pods off it (NoSchedule,
 // NoExecute) and that are neither a Limit Lab run's mark nor among the
-// keys tolerated: a node with any is no place for lanes.
+// keys tolerated: a node with any is no place for lanes. The node's own
+// conditions (node.kubernetes.io/not-ready, unschedulable, …) are not
+// another's: the probe's Ready and cordon checks say what they mean, and
+// the scheduler waits them out.
 func ForeignTaints(n corev1.Node, tolerate []string) []string {
 	var out []string
 	for _, t := range n.Spec.Taints {
-		if t.Key == TaintRun || t.Effect == corev1.TaintEffectPreferNoSchedule || slices.Contains(tolerate, t.Key) {
+		if t.Key == TaintRun || t.Effect == corev1.TaintEffectPreferNoSchedule || slices.Contains(tolerate, t.Key) ||
+			strings.HasPrefix(t.Key, "node.kubernetes.io/") {
 			continue
 		}
 		out = append(out, t.Key+":"+string(t.Effect))
