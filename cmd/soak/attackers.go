@@ -30,9 +30,10 @@ const (
 	attackIdentityFlood = "a fresh identity joining from the room's address"
 )
 
-// latestRun is the newest ended run the history lists, if any.
+// latestRun is the newest ended run the history lists, if any: behind a
+// full queue of the room's runs, it lies deep in the list.
 func latestRun(ctx context.Context, base string) string {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/runs?limit=20", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/runs?limit=500", nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return ""
@@ -95,10 +96,13 @@ func slowExport(ctx context.Context, base, id string) int {
 
 // slowExporter reads exports slowly, again and again, for the soak.
 func slowExporter(ctx context.Context, base string, r *report) {
+	id := ""
 	for jitter(ctx, 2*time.Second) {
-		id := latestRun(ctx, base)
+		// One ended run is enough to read again and again.
 		if id == "" {
-			continue
+			if id = latestRun(ctx, base); id == "" {
+				continue
+			}
 		}
 		start := time.Now()
 		status := slowExport(ctx, base, id)
