@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitlab/limitlab/internal/enginetest"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -174,7 +176,7 @@ func freePort(t *testing.T) string {
 // cpus-ladder there and waits for its verdict.
 func labToVerdict(t *testing.T, base string) {
 	t.Helper()
-	waitFor(t, 3*time.Minute, "the released dashboard's /readyz", func() bool {
+	enginetest.WaitFor(t, 3*time.Minute, "the released dashboard's /readyz", func() bool {
 		res, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -202,7 +204,7 @@ func labToVerdict(t *testing.T, base string) {
 			Predicted, Measured        []float64
 		}
 	}
-	waitFor(t, 5*time.Minute, "cpus-ladder to end", func() bool {
+	enginetest.WaitFor(t, 5*time.Minute, "cpus-ladder to end", func() bool {
 		res, err := http.Get(base + "/api/runs/" + created.ID)
 		if err != nil {
 			return false
@@ -217,17 +219,6 @@ func labToVerdict(t *testing.T, base string) {
 	// it comes is what the release must show.
 	t.Logf("cpus-ladder on the released image: %s; predicted %v s, measured %v s: pass %v, inconclusive %v %s",
 		v.State, v.Verdict.Predicted, v.Verdict.Measured, v.Verdict.Pass, v.Verdict.Inconclusive, v.Verdict.Noise)
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", within, what)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // removeWorkloadImages removes the workload images that the released
@@ -260,7 +251,7 @@ func TestTheReleasedImageRunsWithDockerRun(t *testing.T) {
 		removeWorkloadImages(t, string(logs))
 	})
 	labToVerdict(t, "http://127.0.0.1:"+port)
-	waitFor(t, 2*time.Minute, "the container's HEALTHCHECK to say healthy", func() bool {
+	enginetest.WaitFor(t, 2*time.Minute, "the container's HEALTHCHECK to say healthy", func() bool {
 		out, _ := exec.Command("docker", "inspect", "-f", "{{.State.Health.Status}}", name).Output()
 		return strings.TrimSpace(string(out)) == "healthy"
 	})
@@ -294,7 +285,7 @@ func TestTheReleasedImageRunsWithComposeV2(t *testing.T) {
 		_ = exec.Command("docker", "rmi", ref).Run()
 	})
 	labToVerdict(t, "http://127.0.0.1:"+port)
-	waitFor(t, 2*time.Minute, "compose to say the service is healthy", func() bool {
+	enginetest.WaitFor(t, 2*time.Minute, "compose to say the service is healthy", func() bool {
 		cmd := exec.Command(compose, append(project, "ps", "--format", "{{.Health}}")...)
 		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
 		out, _ := cmd.Output()
