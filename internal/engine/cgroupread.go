@@ -82,7 +82,7 @@ func (r *CgroupReader) File(controller, name string) ([]byte, error) {
 		dir = r.dirs["unified"]
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("engine: no %s controller", controller)
+		return nil, fmt.Errorf("engine: no %s controller: %w", controller, fs.ErrNotExist)
 	}
 	return os.ReadFile(filepath.Join(dir, name))
 }

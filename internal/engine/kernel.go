@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +18,9 @@ type KernelReading struct {
 	Got     string `json:"got"`
 	Present bool   `json:"present"` // the kernel offers the file
 	Holds   bool   `json:"holds"`   // it shows the wanted value
+
+	missing bool  // the kernel does not offer it
+	err     error // it could not be read
 }
 
 // kernelReadMax bounds what one file's reading keeps (io.max and the
@@ -23,19 +28,44 @@ type KernelReading struct {
 const kernelReadMax = 512
 
 // ReadKernel reads back, from a running container's cgroup, each file its
-// limits write.
-func ReadKernel(cg CgroupFiles, files []experiments.KernelFile) []KernelReading {
-	out := make([]KernelReading, 0, len(files))
-	for _, f := range files {
-		r := KernelReading{KernelFile: f}
-		if b, err := cg.File(f.Controller, f.File); err == nil {
-			r.Present = true
-			r.Got = strings.TrimSpace(string(b[:min(len(b), kernelReadMax)]))
-			r.Holds = f.Holds(r.Got)
+// limits write. A file the kernel does not offer is left absent; a file
+// that could not be read (a remote node's sampler too slow to answer) is
+// asked for once more, and if that fails too, the error says which.
+func ReadKernel(cg CgroupFiles, files []experiments.KernelFile) ([]KernelReading, error) {
+	out := make([]KernelReading, len(files))
+	var failed error
+	for try := 0; try < 2; try++ {
+		failed = nil
+		for i, f := range files {
+			if try > 0 && (out[i].Present || out[i].missing) {
+				continue
+			}
+			out[i] = readKernelFile(cg, f)
+			if out[i].err != nil {
+				failed = fmt.Errorf("%s: %w", f.File, out[i].err)
+			}
 		}
-		out = append(out, r)
+		if failed == nil {
+			break
+		}
 	}
-	return out
+	return out, failed
+}
+
+func readKernelFile(cg CgroupFiles, f experiments.KernelFile) KernelReading {
+	r := KernelReading{KernelFile: f}
+	b, err := cg.File(f.Controller, f.File)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.missing = true
+	case err != nil:
+		r.err = err
+	default:
+		r.Present = true
+		r.Got = strings.TrimSpace(string(b[:min(len(b), kernelReadMax)]))
+		r.Holds = f.Holds(r.Got)
+	}
+	return r
 }
 
 // DeviceNumbers maps each block device path that r names to its
@@ -91,7 +121,10 @@ func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources, pod *e
 	}
 	files := experiments.LaneKernelFiles(applied, pod, v2, devs)
 	if cg, ok := rd.(CgroupFiles); ok {
-		kv.Files = ReadKernel(cg, files)
+		var err error
+		if kv.Files, err = ReadKernel(cg, files); err != nil {
+			kv.Note = "not all read back: " + err.Error()
+		}
 		if p, ok := rd.(interface{ Path() string }); ok {
 			kv.Path = p.Path()
 		}

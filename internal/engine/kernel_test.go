@@ -78,8 +78,11 @@ func TestKernelFilesReadBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		files := experiments.KernelFiles(c.Applied, h.CgroupV2(), engine.DeviceNumbers(c.Applied))
-		readings := engine.ReadKernel(cg, files)
+		readings, err := engine.ReadKernel(cg, files)
 		cg.Close()
+		if err != nil {
+			t.Errorf("lane %s: %v", l.Name, err)
+		}
 		for _, r := range readings {
 			t.Logf("lane %s: %s %s → %s: want %q, read %q (present %v)", l.Name, r.Flag, r.Value, r.File, r.Want, r.Got, r.Present)
 		}

@@ -85,6 +85,9 @@ func checkKernel(t testing.TB, l runner.LaneResult) {
 		t.Errorf("lane %s: no kernel view", l.Name)
 		return
 	}
+	if l.Kernel.Note != "" {
+		t.Logf("lane %s: kernel view: %s", l.Name, l.Kernel.Note)
+	}
 	for _, f := range l.Kernel.Files {
 		if !f.Present {
 			t.Errorf("lane %s: %s/%s not read back (want %q)", l.Name, f.Controller, f.File, f.Want)

@@ -267,7 +267,23 @@ func (p *Pods) OpenReader(ctx context.Context, _ engine.HostInfo, id string, _ i
 	if !ok {
 		return noReader{fmt.Errorf("kube: pod %s has not started", id)}, time.Second, engine.StatsCgroup
 	}
-	cg, remote, err := p.files(ctx, ref.uid, ref.cid)
+	// A node's sampler that is slow to answer (a node under load, or
+	// emulated) is asked again: a lane without its cgroup files has no
+	// chart and no kernel view.
+	var cg engine.CgroupFiles
+	var remote bool
+	var err error
+	for try := 1; ; try++ {
+		cg, remote, err = p.files(ctx, ref.uid, ref.cid)
+		if err == nil || try == openTries || ctx.Err() != nil {
+			break
+		}
+		log.Warn("pod cgroup files: trying again", slog.String("pod", id), slog.Int("try", try), slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 	source := engine.StatsCgroup
 	if remote {
 		source = engine.StatsSampler
@@ -278,6 +294,9 @@ func (p *Pods) OpenReader(ctx context.Context, _ engine.HostInfo, id string, _ i
 	}
 	return cg, 0, source
 }
+
+// openTries is how often a lane's cgroup files are asked for.
+const openTries = 3
 
 type noReader struct{ err error }
 

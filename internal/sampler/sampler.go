@@ -46,6 +46,9 @@ type reply struct {
 	Counters *wireCounters `json:"counters,omitempty"`
 	Data     string        `json:"data,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// Missing says the file asked for does not exist: the kernel does
+	// not offer it, which is an answer, not a failure.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Limits of the protocol: a request is a few dozen bytes, a cgroup file

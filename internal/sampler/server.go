@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -162,7 +163,7 @@ func (s *Server) answer(ctx context.Context, c *websocket.Conn, cg *engine.Cgrou
 			}
 			b, err := cg.File(req.Controller, req.Name)
 			if err != nil {
-				rep.Error = err.Error()
+				rep.Error, rep.Missing = err.Error(), errors.Is(err, fs.ErrNotExist)
 			} else {
 				rep.Data = string(b[:min(len(b), maxFile)])
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -211,6 +212,8 @@ func (s *stream) File(controller, name string) ([]byte, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("sampler: %s: the stream was lost", name)
+		case rep.Missing:
+			return nil, fmt.Errorf("sampler: %s: %w", rep.Error, fs.ErrNotExist)
 		case rep.Error != "":
 			return nil, errors.New("sampler: " + rep.Error)
 		}
