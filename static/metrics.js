@@ -33,7 +33,7 @@ export const metrics = [
   { key: "io-pressure", title: "IO pressure: time some task waited for block IO (ms per second, cgroup v2)",
     get: (s) => (s.io_pressure_ms_s == null ? null : s.io_pressure_ms_s), digits: 1, signal: "io_pressure",
     empty: "No IO pressure: a lane that waits on a throttled or busy disk would fill this chart." },
-  { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => s.throughput, digits: 1,
+  { key: "throughput", title: "Workload throughput (its unit per second)", get: (s) => (s.stalled ? null : s.throughput), digits: 1,
     empty: "No throughput reported yet: the workloads report theirs as they run." },
   { key: "gomaxprocs", title: "Go services: GOMAXPROCS as the runtime reports it (auto follows the CPU limit and the cpuset within about a second, never below 2)",
     get: (s) => (s.gomaxprocs ? s.gomaxprocs : null), digits: 0, service: true,

@@ -39,7 +39,9 @@ func (r *CgroupReader) Read() (Counters, error) {
 // off their CPUs, and the two levels' periods start at different moments,
 // so the time throttled at either is at least the larger count and at
 // most their sum (where both count one moment). The larger is taken: the
-// least the threads were throttled, never a moment twice.
+// least the threads were throttled, never a moment twice. The pod's
+// periods are kept beside the container's, never mixed with them
+// (Counters.Throttling).
 func (r *CgroupReader) addOuterThrottling(c *Counters) {
 	b, err := r.readFile(r.outer, "cpu.stat")
 	if err != nil {
@@ -51,8 +53,10 @@ func (r *CgroupReader) addOuterThrottling(c *Counters) {
 			break
 		}
 		switch string(k) {
+		case "nr_periods":
+			c.OuterPeriods = v
 		case "nr_throttled":
-			c.ThrottledPeriods = max(c.ThrottledPeriods, v)
+			c.OuterThrottledPeriods = v
 		case "throttled_time": // v1, in ns
 			c.ThrottledNs = max(c.ThrottledNs, v)
 		case "throttled_usec": // v2

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A pod's container is found where kubelet puts it, by the pod's uid and
@@ -69,7 +70,7 @@ func TestPodThrottlingCountsBothLevels(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "cpuacct", rel, "cpuacct.usage"), []byte("2000000000\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "cpu", rel, "cpu.stat"), []byte("nr_periods 100\nnr_throttled 40\nthrottled_time 3000000000\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "cpu", filepath.Dir(rel), "cpu.stat"), []byte("nr_periods 100\nnr_throttled 70\nthrottled_time 5000000000\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "cpu", filepath.Dir(rel), "cpu.stat"), []byte("nr_periods 90\nnr_throttled 70\nthrottled_time 5000000000\n"), 0o644)
 	cg, err := FindPodCgroup(root, uid, cid)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,24 @@ func TestPodThrottlingCountsBothLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ThrottledNs != 5e9 || c.ThrottledPeriods != 70 || c.Periods != 100 {
-		t.Errorf("throttled %d ns in %d of %d periods; want the pod's 5 s in 70", c.ThrottledNs, c.ThrottledPeriods, c.Periods)
+	p, tp := c.Throttling()
+	if c.ThrottledNs != 5e9 || p != 90 || tp != 70 {
+		t.Errorf("throttled %d ns in %d of %d periods; want the pod's 5 s in 70 of its 90", c.ThrottledNs, tp, p)
+	}
+}
+
+// A share of throttled periods is one level's: the container counted 40
+// periods in an interval where its pod, whose periods started at other
+// moments, was throttled in 60 of 70. Mixed, the share would read 150%.
+func TestAThrottledShareIsOneLevels(t *testing.T) {
+	prev := Counters{At: time.Unix(100, 0), Periods: 1000, ThrottledPeriods: 500, OuterPeriods: 1100, OuterThrottledPeriods: 600}
+	cur := Counters{At: time.Unix(101, 0), Periods: 1040, ThrottledPeriods: 530, OuterPeriods: 1170, OuterThrottledPeriods: 660}
+	s := MakeSample(0, 1, prev, cur, Progress{})
+	if s.Periods != 70 || s.ThrottledPeriods != 60 || s.ThrottledPct > 100 {
+		t.Errorf("%d of %d periods, %.0f%%; want the pod's 60 of 70", s.ThrottledPeriods, s.Periods, s.ThrottledPct)
+	}
+	cur.OuterThrottledPeriods = 610 // the container was throttled more
+	if s := MakeSample(0, 1, prev, cur, Progress{}); s.Periods != 40 || s.ThrottledPeriods != 30 {
+		t.Errorf("%d of %d periods; want the container's 30 of 40", s.ThrottledPeriods, s.Periods)
 	}
 }

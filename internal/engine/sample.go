@@ -66,6 +66,9 @@ type Progress struct {
 	Failures   int64         `json:"failures,omitempty"`
 	// GOMAXPROCS is the workload's Go runtime's, as it last reported it.
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// Stalled says the workload's reports stopped coming while it ran:
+	// the sample has no throughput, rather than repeating the last.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // MakeSample computes one lane's sample from two readings of its
@@ -91,16 +94,16 @@ func MakeSample(lane int, t float64, prev, cur Counters, p Progress) Sample {
 		MemMiB: float64(cur.MemBytes) / MiB, MemLimitMiB: float64(cur.MemLimit) / MiB,
 		ReadMiBs: perS(prev.ReadBytes, cur.ReadBytes) / MiB, WriteMiBs: perS(prev.WriteBytes, cur.WriteBytes) / MiB,
 		ReadIOPS: perS(prev.ReadOps, cur.ReadOps), WriteIOPS: perS(prev.WriteOps, cur.WriteOps),
-		Pids:             cur.Pids,
-		Periods:          delta(prev.Periods, cur.Periods),
-		ThrottledPeriods: delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
-		ThrottledMsPerS:  perS(prev.ThrottledNs, cur.ThrottledNs) / 1e6,
-		CPUPressure:      stall(prev.PressureUs, cur.PressureUs),
-		MemPressure:      stall(prev.MemPressureUs, cur.MemPressureUs),
-		IOPressure:       stall(prev.IOPressureUs, cur.IOPressureUs),
-		Progress:         p,
+		Pids:            cur.Pids,
+		ThrottledMsPerS: perS(prev.ThrottledNs, cur.ThrottledNs) / 1e6,
+		CPUPressure:     stall(prev.PressureUs, cur.PressureUs),
+		MemPressure:     stall(prev.MemPressureUs, cur.MemPressureUs),
+		IOPressure:      stall(prev.IOPressureUs, cur.IOPressureUs),
+		Progress:        p,
 	}
 	s.IORequests = s.ReadIOPS + s.WriteIOPS
+	s.Periods, s.ThrottledPeriods = throttledPair(delta(prev.Periods, cur.Periods), delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
+		delta(prev.OuterPeriods, cur.OuterPeriods), delta(prev.OuterThrottledPeriods, cur.OuterThrottledPeriods))
 	if s.Periods > 0 {
 		s.ThrottledPct = 100 * float64(s.ThrottledPeriods) / float64(s.Periods)
 	}

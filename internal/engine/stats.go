@@ -17,6 +17,10 @@ type Counters struct {
 	// CFS bandwidth control: enforcement periods, periods in which the
 	// group was throttled, and total throttled time.
 	Periods, ThrottledPeriods, ThrottledNs uint64
+	// The same periods of the pod's cgroup, above a pod's container's
+	// (OuterPeriods is 0 elsewhere): each level counts its own, from
+	// moments of its own, so a share is taken from one level's pair.
+	OuterPeriods, OuterThrottledPeriods uint64
 	// Memory as the docker CLI shows it: usage minus inactive file cache.
 	MemBytes, MemLimit uint64
 	// Block IO bytes and operations, summed over devices.
@@ -50,9 +54,24 @@ func (c Counters) CPUSplit() (user, sys float64) {
 	return total * u / (u + s), total * s / (u + s)
 }
 
+// Throttling is the enforcement periods and throttled periods of the level
+// that was throttled more, the container's or its pod's, both from that
+// level's one cpu.stat: a share of them never exceeds one.
+func (c Counters) Throttling() (periods, throttled uint64) {
+	return throttledPair(c.Periods, c.ThrottledPeriods, c.OuterPeriods, c.OuterThrottledPeriods)
+}
+
+func throttledPair(p, tp, op, otp uint64) (periods, throttled uint64) {
+	if otp > tp && op > 0 {
+		return op, otp
+	}
+	return p, tp
+}
+
 // Fell says whether any of c's cumulative counters is below prev's.
 func (c Counters) Fell(prev Counters) bool {
 	return c.CPUNs < prev.CPUNs || c.Periods < prev.Periods || c.ThrottledPeriods < prev.ThrottledPeriods || c.ThrottledNs < prev.ThrottledNs ||
+		c.OuterPeriods < prev.OuterPeriods || c.OuterThrottledPeriods < prev.OuterThrottledPeriods ||
 		c.ReadBytes < prev.ReadBytes || c.WriteBytes < prev.WriteBytes || c.ReadOps < prev.ReadOps || c.WriteOps < prev.WriteOps
 }
 

@@ -181,7 +181,12 @@ const PodContainer = "workload"
 // (named container) that asks for to's resources: every request and limit
 // of CPU and memory written out, so that the merge leaves none as it was.
 func ResizePatch(container string, to Pod) []byte {
-	r := to.Requested()
+	return resourcesPatch(container, to.Requested())
+}
+
+// resourcesPatch is the strategic merge patch of container's resources
+// to r.
+func resourcesPatch(container string, r PodResources) []byte {
 	list := func(l PodResourceList) map[string]string {
 		m := map[string]string{}
 		if l.CPU != "" {

@@ -273,8 +273,12 @@ func (c Check) Text() string {
 	return fmt.Sprintf("%s's %s %s over %gs", c.Lane, what, cond, win)
 }
 
-// ChangeText is the change as the docker CLI would be given it.
+// Text is the change as it is sent: kubectl's resize of a pod lane's
+// resources, or the docker CLI's update of a container's flags.
 func (c StepChange) Text() string {
+	if r := c.Limits.Resources; r != nil {
+		return fmt.Sprintf("kubectl patch pod %s --subresource resize --patch '%s'", c.Lane, resourcesPatch(PodContainer, *r))
+	}
 	b, _ := json.Marshal(c.Limits)
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)

@@ -220,3 +220,27 @@ func TestJudgeRepeats(t *testing.T) {
 		t.Errorf("a series of noisy runs: %+v", j)
 	}
 }
+
+// A guided step's change is shown as it is sent: a pod lane's resize as
+// kubectl's patch of the resize subresource, a container's as docker
+// update.
+func TestAStepsChangeNamesItsCommand(t *testing.T) {
+	lab, ok := LabByID("k8s-resize")
+	if !ok {
+		t.Fatal("no k8s-resize lab")
+	}
+	var got []string
+	for _, s := range lab.Steps {
+		if s.Change != nil {
+			got = append(got, s.Change.Text())
+		}
+	}
+	want := `kubectl patch pod svc --subresource resize --patch '{"spec":{"containers":[{"name":"workload","resources":{"limits":{"cpu":"1500m"}}}]}}'`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("the resize step shows %q, want %q", got, want)
+	}
+	c := StepChange{Lane: "burner", Limits: Limits{CPUs: "0.25"}}
+	if s := c.Text(); s != "docker update --cpus 0.25 burner" {
+		t.Errorf("a container's change shows %q", s)
+	}
+}

@@ -19,9 +19,12 @@ import (
 // client is the server's access to a cluster: its API, and the
 // configuration every part of the package reads.
 type client struct {
-	cs     kubernetes.Interface
-	server string
-	cfg    Config
+	cs kubernetes.Interface
+	// streams is cs without the client's timeout, for what follows on for
+	// as long as a lane runs: its log, the watch of its pod.
+	streams kubernetes.Interface
+	server  string
+	cfg     Config
 }
 
 // How long the API calls that wait for kubelet may take: a pod to run,

@@ -69,17 +69,27 @@ func Connect(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	rc.UserAgent = "limitlab"
+	// Streams (a lane's log, the watch of its pod) last as long as the
+	// lane, bounded by their contexts; every other call by this.
+	long := rest.CopyConfig(rc)
 	rc.Timeout = 30 * time.Second
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	return newCluster(cs, rc.Host, cfg), nil
+	streams, err := kubernetes.NewForConfig(long)
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	cl := newCluster(cs, rc.Host, cfg)
+	cl.c.streams = streams
+	return cl, nil
 }
 
+// newCluster is a cluster reached through cs, for streams too.
 func newCluster(cs kubernetes.Interface, server string, cfg Config) *Cluster {
 	cfg.Namespace = cmp.Or(cfg.Namespace, engine.DefaultNamespace)
-	return &Cluster{c: &client{cs: cs, server: server, cfg: cfg}}
+	return &Cluster{c: &client{cs: cs, streams: cs, server: server, cfg: cfg}}
 }
 
 // Server is the API server's address.

@@ -1,15 +1,10 @@
 package kube
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -154,7 +149,7 @@ func (p *Pods) Wait(ctx context.Context, id string) <-chan engine.Exit {
 func (p *Pods) follow(ctx context.Context, id string) engine.Exit {
 	var last *corev1.Pod
 	for ctx.Err() == nil {
-		w, err := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", id).String()})
+		w, err := p.c.streams.CoreV1().Pods(p.c.cfg.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", id).String()})
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -195,30 +190,6 @@ func ended(p *corev1.Pod) (engine.Exit, bool) {
 	t := st.State.Terminated
 	return engine.Exit{Code: int(t.ExitCode), HasCode: true, OOMKilled: t.Reason == "OOMKilled", Reason: t.Reason,
 		StartedAt: t.StartedAt.Time, FinishedAt: t.FinishedAt.Time}, true
-}
-
-// Logs copies the container's output: kubelet keeps one stream, so the
-// workload's JSON lines go to stdout and anything else to stderr.
-func (p *Pods) Logs(ctx context.Context, id string, stdout, stderr io.Writer) error {
-	rc, err := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace).GetLogs(id, &corev1.PodLogOptions{Container: Container, Follow: true}).Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		w := stderr
-		if json.Valid(line) && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
-			w = stdout
-		}
-		// A copy: the scanner's buffer holds the lines still to come.
-		if _, err := w.Write(append(slices.Clip(line), '\n')); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
 }
 
 // Signal asks a lane to stop: its pod is deleted, with a grace period for

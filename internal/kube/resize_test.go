@@ -29,6 +29,7 @@ func TestResizeInPlaceLab(t *testing.T) {
 	var v runner.RunView
 	var rec runner.ChangeRecord
 	var took time.Duration
+	var run *runner.Run
 	enginetest.Measure(t, "the k8s-resize lab's steps", func(t testing.TB) {
 		lab, _ := experiments.LabByID("k8s-resize")
 		spec := lab.LabSpec()
@@ -40,6 +41,7 @@ func TestResizeInPlaceLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		run = r
 		enginetest.WaitFor(t, 2*time.Minute, "the lab's first two steps", func() bool {
 			v := r.View()
 			return v.Ended || len(v.Steps) > 1 && v.Steps[1].State == runner.StepDone
@@ -86,6 +88,7 @@ func TestResizeInPlaceLab(t *testing.T) {
 	if rec.Applied.NanoCPUs != 15e8 {
 		t.Errorf("applied after the resize: %+v", rec.Applied)
 	}
+	checkReportsToTheEnd(t, run, v.Lanes[1])
 	l := v.Lanes[0]
 	checkKernel(t, l)
 	quota := ""
@@ -187,4 +190,26 @@ func TestAMemoryResizeBelowUsage(t *testing.T) {
 	}
 	v := enginetest.WaitDone(t, r, 2*time.Minute)
 	t.Logf("the lane then exited %s, OOM killed %v", exitText(v.Lanes[0].ExitCode), v.Lanes[0].OOMKilled)
+}
+
+// checkReportsToTheEnd: a load lane's reports, which come through its
+// pod's log, reach the server until the lane ends (a log stream the API
+// server closes while the pod runs is opened again), and none of its
+// samples says they stopped.
+func checkReportsToTheEnd(t *testing.T, r *runner.Run, l runner.LaneResult) {
+	t.Helper()
+	last := 0.0
+	for _, s := range enginetest.Samples(t, r) {
+		if s.Lane == l.Index && s.LatencyMs != nil {
+			last = s.T
+		}
+		if s.Lane == l.Index && s.Stalled {
+			t.Errorf("lane %s: its sample at %.1f s says its reports stopped", l.Name, s.T)
+			break
+		}
+	}
+	if l.ProgressStoppedAt != 0 || l.EndedAt-last > 6 {
+		t.Errorf("lane %s ran %.1f–%.1f s; its last latency came at %.1f s, its reports stopped at %.1f s", l.Name, l.StartedAt, l.EndedAt, last, l.ProgressStoppedAt)
+	}
+	t.Logf("lane %s ran %.1f–%.1f s, its last latency at %.1f s", l.Name, l.StartedAt, l.EndedAt, last)
 }

@@ -186,6 +186,7 @@ func (x *execution) endLane(i int, exit engine.Exit, e laneEnd) {
 		l.wall = f.Sub(s).Seconds()
 	}
 	l.totals = l.prev
+	l.totals.Periods, l.totals.ThrottledPeriods = l.prev.Throttling()
 	l.user, l.sys = l.prev.CPUSplit()
 	l.completed = l.summary != nil && l.exitCode != nil && *l.exitCode == 0 && !timedOut && !stopped
 	if foreign {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -54,7 +55,7 @@ func (x *execution) followLogs(ctx context.Context, l *laneState, id string, par
 // progressed keeps a workload's latest progress on its lane, from its log
 // or its progress file; r.mu is held.
 func (l *laneState) progressed(p wire.Progress) {
-	l.rate, l.done, l.reported = p.Rate, p.Done, true
+	l.rate, l.done, l.reported, l.reportedAt, l.stalledAt = p.Rate, p.Done, true, time.Now(), 0
 	l.latency, l.failures, l.liveIOPS, l.gomaxprocs = p.Latency, p.Failures, p.IOPS, p.GOMAXPROCS
 }
 

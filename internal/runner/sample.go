@@ -52,6 +52,7 @@ func (x *execution) sampleOnce(now time.Time) {
 	readJobs(jobs, now, delays)
 	var lanesNs uint64 // the lanes' CPU since their last readings, for the host's load
 	var batch []engine.Sample
+	stalled := false // a lane's reports stopped at this tick: the page says so
 	r.mu.Lock()
 	phased := r.bounds != nil
 	for k := range jobs {
@@ -67,12 +68,14 @@ func (x *execution) sampleOnce(now time.Time) {
 		if j.fresh {
 			l.progressed(j.report)
 		}
+		was := l.stalledAt
 		if s, ns, ok := l.record(j, start, phased, &r.st.jitter, r.interval); ok {
 			batch = append(batch, s)
 			lanesNs += ns
 		}
+		stalled = stalled || was == 0 && l.stalledAt != 0
 	}
-	moved := len(batch) > 0 && r.st.guide.advance(r.st.lanes, now.Sub(start).Seconds())
+	moved := len(batch) > 0 && r.st.guide.advance(r.st.lanes, now.Sub(start).Seconds()) || stalled
 	lanesNs += r.st.unsampledNs
 	r.st.unsampledNs = 0
 	r.mu.Unlock()
@@ -162,7 +165,14 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 			p.LatencyMs, p.Failures = l.latency, l.failures
 			l.latency = nil // each interval's latency goes out once
 		}
-		s = engine.MakeSample(j.i, c.At.Sub(start).Seconds(), l.prev, c, p)
+		t := c.At.Sub(start).Seconds()
+		if l.reported && j.asked.Sub(l.reportedAt) > progressStale {
+			p = engine.Progress{Stalled: true, GOMAXPROCS: l.gomaxprocs}
+			if l.stalledAt == 0 {
+				l.stalledAt = l.reportedAt.Sub(start).Seconds()
+			}
+		}
+		s = engine.MakeSample(j.i, t, l.prev, c, p)
 		if waited {
 			s.Wait, s.WaitOver = &wait, waitOver
 		}
@@ -173,7 +183,7 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 			cs.P99Ms = s.LatencyMs.P99
 		}
 		l.samples = append(l.samples, cs)
-		if phased && l.reported {
+		if phased && l.reported && !p.Stalled {
 			// Phase means count only samples after the workload's first
 			// report of its rate.
 			l.phased = append(l.phased, s)
@@ -188,6 +198,12 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 	l.prev, l.hasPrev, l.lastRead, l.ticked = c, true, c.At, true
 	return s, cpuNs, ok
 }
+
+// progressStale is how long a running workload may go without reporting
+// its progress (it reports every workload.ProgressInterval) before its
+// samples say its reports stopped: a lane whose log stream was lost, or
+// whose process no longer runs its reporter.
+const progressStale = 5 * time.Second
 
 // delay counts the run delay in c, where it was read, into the lane's
 // wait: wait is the lane's threads' waiting in milliseconds per second

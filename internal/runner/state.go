@@ -128,9 +128,13 @@ type laneState struct {
 	phased   []engine.Sample // every sample after the first report, when the run has phases
 
 	// The log follower's: the workload's last progress line.
-	rate     float64
-	reported bool
-	liveIOPS float64
+	rate       float64
+	reported   bool
+	reportedAt time.Time // by this host's clock
+	// stalledAt is when, in run seconds, the workload's reports stopped
+	// coming while it ran (0 while they come).
+	stalledAt float64
+	liveIOPS  float64
 	// gomaxprocs is the Go runtime's, as the workload last reported it.
 	gomaxprocs int
 	latency    *wire.Latency // this interval's, sent once

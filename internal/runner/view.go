@@ -34,9 +34,12 @@ type LaneResult struct {
 	Load        bool              `json:"load"`
 	// Service says the lane is a Go service (an http workload), and
 	// GOMAXPROCS is its runtime's as it last reported it.
-	Service    bool   `json:"service"`
-	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
-	DockerRun  string `json:"docker_run,omitempty"`
+	Service    bool `json:"service"`
+	GOMAXPROCS int  `json:"gomaxprocs,omitempty"`
+	// ProgressStoppedAt is when, in run seconds, the workload's reports
+	// stopped coming while it still ran (0: they came to the end).
+	ProgressStoppedAt float64 `json:"progress_stopped_at,omitempty"`
+	DockerRun         string  `json:"docker_run,omitempty"`
 	// Pod is the lane's resources in Kubernetes' words and its QoS class,
 	// and PodYAML the pod the server made, on a Kubernetes engine.
 	Pod     *experiments.Pod `json:"pod,omitempty"`
@@ -300,7 +303,7 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,
 		ExpectedCores: l.expected, Phases: l.phases, PredictedCores: l.predictedCores, PredictedWallSeconds: l.predictedWall,
 		Periods: l.totals.Periods, ThrottledPeriods: l.totals.ThrottledPeriods,
-		ThrottledSeconds: float64(l.totals.ThrottledNs) / 1e9,
+		ThrottledSeconds: float64(l.totals.ThrottledNs) / 1e9, ProgressStoppedAt: l.stalledAt,
 	}
 	if l.waitRead {
 		w := float64(l.waitNs) / 1e9

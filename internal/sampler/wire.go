@@ -20,6 +20,8 @@ type wireCounters struct {
 	Periods          uint64    `json:"periods"`
 	ThrottledPeriods uint64    `json:"throttled_periods"`
 	ThrottledNs      uint64    `json:"throttled_ns"`
+	OuterPeriods     uint64    `json:"outer_periods,omitempty"`
+	OuterThrottled   uint64    `json:"outer_throttled_periods,omitempty"`
 	MemBytes         uint64    `json:"mem_bytes"`
 	MemLimit         uint64    `json:"mem_limit"`
 	ReadBytes        uint64    `json:"read_bytes"`
@@ -37,14 +39,14 @@ type wireCounters struct {
 
 func toWire(c engine.Counters) wireCounters {
 	return wireCounters{At: c.At, CPUNs: c.CPUNs, UserNs: c.UserNs, SysNs: c.SysNs, Periods: c.Periods, ThrottledPeriods: c.ThrottledPeriods,
-		ThrottledNs: c.ThrottledNs, MemBytes: c.MemBytes, MemLimit: c.MemLimit, ReadBytes: c.ReadBytes, WriteBytes: c.WriteBytes,
+		ThrottledNs: c.ThrottledNs, OuterPeriods: c.OuterPeriods, OuterThrottled: c.OuterThrottledPeriods, MemBytes: c.MemBytes, MemLimit: c.MemLimit, ReadBytes: c.ReadBytes, WriteBytes: c.WriteBytes,
 		ReadOps: c.ReadOps, WriteOps: c.WriteOps, Pids: c.Pids, PressureUs: c.PressureUs, MemPressureUs: c.MemPressureUs,
 		IOPressureUs: c.IOPressureUs, HasPressure: c.HasPressure, RunDelayNs: c.RunDelayNs, HasRunDelay: c.HasRunDelay}
 }
 
 func fromWire(w wireCounters) engine.Counters {
 	return engine.Counters{At: w.At, CPUNs: w.CPUNs, UserNs: w.UserNs, SysNs: w.SysNs, Periods: w.Periods, ThrottledPeriods: w.ThrottledPeriods,
-		ThrottledNs: w.ThrottledNs, MemBytes: w.MemBytes, MemLimit: w.MemLimit, ReadBytes: w.ReadBytes, WriteBytes: w.WriteBytes,
+		ThrottledNs: w.ThrottledNs, OuterPeriods: w.OuterPeriods, OuterThrottledPeriods: w.OuterThrottled, MemBytes: w.MemBytes, MemLimit: w.MemLimit, ReadBytes: w.ReadBytes, WriteBytes: w.WriteBytes,
 		ReadOps: w.ReadOps, WriteOps: w.WriteOps, Pids: w.Pids, PressureUs: w.PressureUs, MemPressureUs: w.MemPressureUs,
 		IOPressureUs: w.IOPressureUs, HasPressure: w.HasPressure, RunDelayNs: w.RunDelayNs, HasRunDelay: w.HasRunDelay}
 }
