@@ -32,14 +32,16 @@ func clusterEngines(name string, cl *kube.Cluster, nodes []string, prepare func(
 }
 
 // prepareCluster makes a Kubernetes cluster ready for runs: it finds the
-// node runs take, checks that the workload image was imported there (it is
-// never pulled), and removes what an earlier life of this server left.
+// node runs take, checks that the workload image was imported there (one
+// this server wrote is never pulled; one -kube-image names is), and removes what an earlier life of this server left.
 func prepareCluster(ctx context.Context, cl *kube.Engine, image string, st *store.Store, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
 	host, err := cl.Probe(ctx)
 	if err != nil {
 		return host, "", err
 	}
-	if ok, err := cl.HasImage(ctx, image); err != nil {
+	if engine.Pulled(image) {
+		// The node pulls it as a lane's pod starts.
+	} else if ok, err := cl.HasImage(ctx, image); err != nil {
 		return host, "", err
 	} else if !ok {
 		return host, "", fmt.Errorf("node %s has no image %s: write it with `limitlab image -o limitlab.tar` and import it on the node with `ctr -n k8s.io images import limitlab.tar` (docs/deploying.md: On Kubernetes)", host.Kube.Node, image)

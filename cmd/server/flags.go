@@ -53,6 +53,7 @@ type config struct {
 	kubeContext  string
 	namespace    string
 	kubeTolerate []string              // taint keys of others' that lanes may tolerate
+	kubeImage    string                // the workload image the nodes pull, if not imported
 	sampler      engine.SamplerAddress // the single engine's, if any
 	proxies      web.Proxies
 	tlsCert      string
@@ -149,6 +150,11 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `file` of the Kubernetes cluster to run the lanes on (implies -kubernetes)")
 	fs.StringVar(&c.kubeContext, "context", "", "the kubeconfig's `context` to use, with -kubernetes (default: its current context)")
 	fs.StringVar(&c.namespace, "namespace", engine.DefaultNamespace, "the Kubernetes namespace of the lanes' pods, with -kubernetes")
+	fs.Func("kube-image", "the workload image the cluster's nodes pull for the lanes, `ref` as registry/repository:tag or @sha256:digest (a release's limitlab-workload image, of this version); default: the image this server writes, imported on each node with ctr", func(v string) error {
+		ref, err := engine.ParsePulledImage(v)
+		c.kubeImage = ref
+		return err
+	})
 	fs.Func("kube-tolerate", "taint `keys` (comma-separated) that others put on nodes which lanes may tolerate all the same, e.g. node-role.kubernetes.io/control-plane; without it a node tainted NoSchedule or NoExecute by anyone else never takes a lane", func(v string) error {
 		for _, k := range strings.Split(v, ",") {
 			if k = strings.TrimSpace(k); k != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -219,6 +220,7 @@ func (s *server) cluster(ctx context.Context, name string, a engine.KubernetesAd
 	if err != nil {
 		return nil, err
 	}
+	image = cmp.Or(s.cfg.kubeImage, image)
 	cl, err := kube.Connect(kube.Config{Kubeconfig: a.Kubeconfig, Context: a.Context, Namespace: a.Namespace, Instance: s.instance, CgroupRoot: s.cfg.cgroupRoot, Image: image, Tolerate: s.cfg.kubeTolerate})
 	if err != nil {
 		return nil, err

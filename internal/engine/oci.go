@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // OCIRepo is the workload image's name where a cluster's nodes import it
@@ -220,4 +222,29 @@ func writeLayer(w io.Writer, bin *io.SectionReader) error {
 		}
 	}
 	return tw.Close()
+}
+
+// Pulled says whether image is one a registry serves, which nodes pull,
+// rather than the one this server writes and nodes import.
+func Pulled(image string) bool {
+	return image != "" && !strings.HasPrefix(image, OCIRepo+":")
+}
+
+// ParsePulledImage checks a workload image reference that a cluster's
+// nodes are to pull: registry/repository with a tag or a digest.
+func ParsePulledImage(ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	if _, err := name.ParseReference(ref, name.StrictValidation); err != nil {
+		return "", fmt.Errorf("not an image reference: %w", err)
+	}
+	if !Pulled(ref) {
+		return "", fmt.Errorf("%s is the name of the image this server writes for the nodes to import, not one they pull", OCIRepo)
+	}
+	host, _, found := strings.Cut(ref, "/")
+	if !found || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return "", fmt.Errorf("%q names no registry: give its host, e.g. ghcr.io/limitlab/limitlab-workload:v1.0.0", ref)
+	}
+	return ref, nil
 }

@@ -147,7 +147,7 @@ func PodSpec(nl engine.NewLane, pl Placement, args []string) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name:            Container,
 				Image:           nl.Image,
-				ImagePullPolicy: corev1.PullNever,
+				ImagePullPolicy: pullPolicy(nl.Image),
 				Args:            args,
 				Resources:       resources,
 				ResizePolicy:    resizePolicy,
@@ -216,4 +216,14 @@ func YAML(p *corev1.Pod) string {
 		return ""
 	}
 	return string(b)
+}
+
+// pullPolicy is Never for the image this server wrote, which is imported
+// on the nodes and in no registry, and IfNotPresent for one a registry
+// serves (-kube-image): a tag of a release names one build.
+func pullPolicy(image string) corev1.PullPolicy {
+	if engine.Pulled(image) {
+		return corev1.PullIfNotPresent
+	}
+	return corev1.PullNever
 }
