@@ -74,7 +74,7 @@ reap-test-engines:
 test: reap-test-engines hostcheck-save assets-npm test-race test-js
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
-	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web
+	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web ./deploy/helm
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 	engines/test-docker26.sh
 	k8s/run.sh

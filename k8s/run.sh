@@ -112,6 +112,9 @@ fi
 if [ "${K8S_ONLY:-}" != static ]; then
   up
   go test -tags k8s -count=1 -timeout 20m -v -skip '^(TestStaticCPUManagerLab|TestResizeRefusedForCPUsOfItsOwn|TestLabThroughTheSampler|TestTheSamplerAnswersOnlyOverTLS|TestAPodOnTheV2Node)$' ${K8S_TEST_ARGS:-} ./internal/kube/...
+  # The Helm chart as `helm template` writes it, under the API server's
+  # server-side dry run, its pods under their namespaces' Pod Security.
+  go test -tags k8s -count=1 -timeout 5m -v -run '^TestTheClusterAcceptsTheChart$' ./deploy/helm
   # The pages of a Kubernetes run, in Chromium, and the nodes of a
   # cluster as engines of the pool.
   # One package at a time: each takes the one node.

@@ -2,7 +2,10 @@
 // ships on and pushes it to a registry as one OCI image index (make
 // release VERSION=v0.1.0 REGISTRY=host/path): a static binary (CGO off)
 // per platform, FROM scratch, each image's config naming its own
-// architecture, written and pushed with go-containerregistry.
+// architecture, written and pushed with go-containerregistry. Beside it,
+// at REGISTRY-workload, the same binary as the workload image that the
+// lanes' pods and the sampler of a cluster pull (the Helm chart's
+// workloadImage).
 package main
 
 import (
@@ -41,12 +44,12 @@ func main() {
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "the `platforms` to build for")
 	flag.Parse()
 	o.platforms = strings.Split(*platforms, ",")
-	ref, err := release(ctx, o, os.Stderr)
+	refs, err := release(ctx, o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
-	fmt.Println(ref)
+	fmt.Println(strings.Join(refs, "\n"))
 }
 
 type options struct {
@@ -59,53 +62,70 @@ type options struct {
 // semver is a release's version as its tag.
 var semver = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
-// release builds the binaries and images and pushes the index; it returns
-// the index's reference by digest.
-func release(ctx context.Context, o options, log io.Writer) (string, error) {
+// release builds the binaries and images and pushes the two indexes; it
+// returns their references by digest, the dashboard's first.
+func release(ctx context.Context, o options, log io.Writer) ([]string, error) {
 	if !semver.MatchString(o.version) {
-		return "", fmt.Errorf("-version %q: want a version such as v0.1.0", o.version)
+		return nil, fmt.Errorf("-version %q: want a version such as v0.1.0", o.version)
 	}
 	if o.registry == "" {
-		return "", errors.New("-registry: name where to push, e.g. ghcr.io/limitlab/limitlab")
+		return nil, errors.New("-registry: name where to push, e.g. ghcr.io/limitlab/limitlab")
 	}
 	ref, err := name.ParseReference(o.registry+":"+o.version, insecureOnLoopback(o.registry)...)
 	if err != nil {
-		return "", fmt.Errorf("-registry %q: %w", o.registry, err)
+		return nil, fmt.Errorf("-registry %q: %w", o.registry, err)
+	}
+	wref, err := name.ParseReference(o.registry+"-workload:"+o.version, insecureOnLoopback(o.registry)...)
+	if err != nil {
+		return nil, fmt.Errorf("-registry %q: %w", o.registry, err)
 	}
 	if _, err := os.Stat(filepath.Join(o.dir, "static", "vendor", "uPlot.iife.min.js")); err != nil {
-		return "", fmt.Errorf("the chart library is not in static/vendor (it is in the repository; make assets-update takes it from npm): %w", err)
+		return nil, fmt.Errorf("the chart library is not in static/vendor (it is in the repository; make assets-update takes it from npm): %w", err)
 	}
 	tmp, err := os.MkdirTemp("", "limitlab-release")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	work := idx
 	for _, p := range o.platforms {
 		plat, err := v1.ParsePlatform(p)
 		if err != nil || plat.OS != "linux" {
-			return "", fmt.Errorf("-platforms: %q is not a linux platform", p)
+			return nil, fmt.Errorf("-platforms: %q is not a linux platform", p)
 		}
 		bin := filepath.Join(tmp, "limitlab-"+plat.Architecture)
 		fmt.Fprintf(log, "release: building %s for %s\n", o.version, plat)
 		if err := build(ctx, o, plat, bin); err != nil {
-			return "", err
+			return nil, err
 		}
-		img, err := image(bin, o.version, *plat)
+		img, err := image(bin, o.version, *plat, dashboardConfig)
 		if err != nil {
-			return "", err
+			return nil, err
+		}
+		wimg, err := image(bin, o.version, *plat, workloadConfig)
+		if err != nil {
+			return nil, err
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+		work = mutate.AppendManifests(work, mutate.IndexAddendum{Add: wimg, Descriptor: v1.Descriptor{Platform: plat}})
 	}
-	fmt.Fprintf(log, "release: pushing %s\n", ref)
-	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return "", fmt.Errorf("push %s: %w", ref, err)
+	var refs []string
+	for _, push := range []struct {
+		ref name.Reference
+		idx v1.ImageIndex
+	}{{ref, idx}, {wref, work}} {
+		fmt.Fprintf(log, "release: pushing %s\n", push.ref)
+		if err := remote.WriteIndex(push.ref, push.idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+			return nil, fmt.Errorf("push %s: %w", push.ref, err)
+		}
+		d, err := push.idx.Digest()
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, push.ref.Context().Digest(d.String()).String())
 	}
-	d, err := idx.Digest()
-	if err != nil {
-		return "", err
-	}
-	return ref.Context().Digest(d.String()).String(), nil
+	return refs, nil
 }
 
 // insecureOnLoopback lets a registry on this machine be reached over
@@ -148,9 +168,45 @@ var imageEnv = []string{
 	"LIMITLAB_DATA=/data",
 }
 
-// image is the dashboard's image for one platform: FROM scratch, the
-// static binary and an empty /data, its config naming the platform.
-func image(bin, version string, p v1.Platform) (v1.Image, error) {
+// dashboardConfig is the dashboard image's: the server, with its
+// healthcheck and defaults.
+func dashboardConfig(version string) v1.Config {
+	return v1.Config{
+		Entrypoint:   []string{"/limitlab"},
+		Env:          imageEnv,
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+		Volumes:      map[string]struct{}{"/data": {}},
+		WorkingDir:   "/",
+		Healthcheck: &v1.HealthConfig{Test: []string{"CMD", "/limitlab", "healthcheck"},
+			Interval: 30 * time.Second, Timeout: 5 * time.Second, StartPeriod: time.Minute, Retries: 3},
+		Labels: labels(version, "Limit Lab"),
+	}
+}
+
+// workloadConfig is the workload image's, as `limitlab image` writes it
+// for an engine (internal/engine/oci.go): the lanes' load as nobody; the
+// sampler's pods name their own command.
+func workloadConfig(version string) v1.Config {
+	return v1.Config{
+		Entrypoint: []string{"/limitlab", "workload"},
+		User:       "65534:65534",
+		WorkingDir: "/",
+		Labels:     labels(version, "Limit Lab workload"),
+	}
+}
+
+func labels(version, title string) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.title":    title,
+		"org.opencontainers.image.version":  version,
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.source":   "https://github.com/limitlab/limitlab",
+	}
+}
+
+// image is one of the release's images for one platform: FROM scratch,
+// the static binary and an empty /data, its config naming the platform.
+func image(bin, version string, p v1.Platform, config func(string) v1.Config) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return layerTar(bin) })
 	if err != nil {
 		return nil, err
@@ -167,21 +223,7 @@ func image(bin, version string, p v1.Platform) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cf.Config = v1.Config{
-		Entrypoint:   []string{"/limitlab"},
-		Env:          imageEnv,
-		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
-		Volumes:      map[string]struct{}{"/data": {}},
-		WorkingDir:   "/",
-		Healthcheck: &v1.HealthConfig{Test: []string{"CMD", "/limitlab", "healthcheck"},
-			Interval: 30 * time.Second, Timeout: 5 * time.Second, StartPeriod: time.Minute, Retries: 3},
-		Labels: map[string]string{
-			"org.opencontainers.image.title":    "Limit Lab",
-			"org.opencontainers.image.version":  version,
-			"org.opencontainers.image.licenses": "Apache-2.0",
-			"org.opencontainers.image.source":   "https://github.com/limitlab/limitlab",
-		},
-	}
+	cf.Config = config(version)
 	return mutate.ConfigFile(img, cf)
 }
 

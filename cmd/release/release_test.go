@@ -122,6 +122,63 @@ func TestTheReleaseIsAMultiArchIndex(t *testing.T) {
 	}
 }
 
+// Beside the dashboard, the release pushes the workload image that a
+// cluster's nodes pull (the chart's workloadImage): an index of the same
+// platforms, each entry the same binary as the dashboard's, run as nobody
+// as `limitlab workload`. Pulled by this machine's engine, it runs a
+// lane's load hardened as a lane is, and reports it.
+func TestTheReleaseCarriesTheWorkloadImage(t *testing.T) {
+	dashRef, err := name.ParseReference(pushed(t), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wref := strings.Replace(pushed(t), "/limitlab:", "/limitlab-workload:", 1)
+	workRef, err := name.ParseReference(wref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, err := remote.Index(workRef)
+	if err != nil {
+		t.Fatalf("the workload image %s: %v", wref, err)
+	}
+	wm, err := work.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wm.Manifests) != 2 {
+		t.Fatalf("the workload index has %d manifests, want 2", len(wm.Manifests))
+	}
+	for _, d := range wm.Manifests {
+		arch := d.Platform.Architecture
+		img, err := work.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Architecture != arch || strings.Join(cf.Config.Entrypoint, " ") != "/limitlab workload" || cf.Config.User != "65534:65534" {
+			t.Errorf("the %s workload image's config: %s, entrypoint %v, user %q", arch, cf.Architecture, cf.Config.Entrypoint, cf.Config.User)
+		}
+		dimg, err := remote.Image(dashRef, remote.WithPlatform(*d.Platform))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(binaryOf(t, img), binaryOf(t, dimg)) {
+			t.Errorf("the %s workload image's binary is not the dashboard's", arch)
+		}
+	}
+
+	run(t, "", nil, "docker", "pull", "-q", wref)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", wref).Run() })
+	out := run(t, "", nil, "docker", "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", wref, "spin", "-threads", "1", "-seconds", "1")
+	if !strings.Contains(out, `"final":true`) {
+		t.Errorf("the workload image's load reported no summary:\n%s", out)
+	}
+}
+
 // binaryOf is /limitlab of an image.
 func binaryOf(t *testing.T, img v1.Image) []byte {
 	t.Helper()

@@ -68,16 +68,20 @@ func (e *Engine) Probe(ctx context.Context) (engine.HostInfo, error) {
 	}
 	kn.CgroupRoot, kn.CgroupVersion, kn.Local = localCgroups(e.c.cfg.CgroupRoot)
 	switch {
-	case e.c.cfg.ViaSampler || !thisMachine(n):
-		// Another machine's node (kubelet's boot id is not this one's):
-		// its sampler reads the pods' cgroup files.
+	case e.c.cfg.ViaSampler || !thisMachine(n) || !kn.Local:
+		// Another machine's node (kubelet's boot id is not this one's),
+		// or this machine's seen from a pod of its own, whose cgroup
+		// namespace hides the node's pods: the node's sampler reads the
+		// pods' cgroup files.
 		smp, err := e.sampler.locate(ctx, n.Name)
 		if err != nil {
-			return engine.HostInfo{}, fmt.Errorf("kube: node %s is not the machine the server runs on, and its sampler does not answer: %w", n.Name, err)
+			where := "is not the machine the server runs on"
+			if thisMachine(n) {
+				where = fmt.Sprintf("shows no pod cgroups (kubepods) under %s", e.c.cfg.CgroupRoot)
+			}
+			return engine.HostInfo{}, fmt.Errorf("kube: node %s %s, and its sampler does not answer: %w", n.Name, where, err)
 		}
 		kn.Local, kn.Sampler, kn.CgroupVersion = false, smp.Address(), smp.CgroupVersion()
-	case !kn.Local:
-		return engine.HostInfo{}, fmt.Errorf("kube: node %s's pod cgroups (kubepods) are not visible under %s", n.Name, e.c.cfg.CgroupRoot)
 	default:
 		e.sampler.readHere()
 	}

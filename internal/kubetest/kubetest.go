@@ -18,6 +18,7 @@ import (
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -90,6 +91,13 @@ func Node() string { return os.Getenv("LIMITLAB_K8S_NODE") }
 // the server: a privileged pod's author, a node's other owner.
 func Admin(t testing.TB) kubernetes.Interface {
 	t.Helper()
+	return kubernetes.NewForConfigOrDie(AdminConfig(t))
+}
+
+// AdminConfig is the administrator's client configuration, for a test
+// that needs a client of another kind (dynamic, discovery).
+func AdminConfig(t testing.TB) *rest.Config {
+	t.Helper()
 	kc := os.Getenv("LIMITLAB_ADMIN_KUBECONFIG")
 	if kc == "" {
 		t.Fatal("LIMITLAB_ADMIN_KUBECONFIG names no cluster: run make test-k8s, which starts one")
@@ -98,5 +106,5 @@ func Admin(t testing.TB) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(cfg)
+	return cfg
 }

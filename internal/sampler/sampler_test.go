@@ -76,6 +76,15 @@ func TestSamplerRefusesBadRequests(t *testing.T) {
 			t.Logf("refused in %v", time.Since(began))
 		})
 	}
+	// kubelet's probe carries no token: answered, with nothing in it.
+	res, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent || res.ContentLength > 0 {
+		t.Errorf("GET /healthz: %d, %d bytes; want 204 and nothing", res.StatusCode, res.ContentLength)
+	}
 	if _, err := sampler.NewClient(srv.URL, "short", ""); err == nil {
 		t.Error("a client with a 5-character token")
 	}
