@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -228,7 +229,7 @@ func (k *tick) message() json.RawMessage {
 	for _, lane := range k.order {
 		acc := k.lanes[lane]
 		if dt := number(acc["dt"]); dt > 0 && acc["throttled_periods"] != nil && number(acc["periods"]) > 0 {
-			acc["throttled_pct"] = 100 * number(acc["throttled_periods"]) / number(acc["periods"])
+			acc["throttled_pct"] = engine.ThrottledPct(number(acc["periods"]), number(acc["throttled_periods"]))
 		}
 		batch = append(batch, acc)
 	}

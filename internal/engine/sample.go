@@ -104,9 +104,7 @@ func MakeSample(lane int, t float64, prev, cur Counters, p Progress) Sample {
 	s.IORequests = s.ReadIOPS + s.WriteIOPS
 	s.Periods, s.ThrottledPeriods = throttledPair(delta(prev.Periods, cur.Periods), delta(prev.ThrottledPeriods, cur.ThrottledPeriods),
 		delta(prev.OuterPeriods, cur.OuterPeriods), delta(prev.OuterThrottledPeriods, cur.OuterThrottledPeriods))
-	if s.Periods > 0 {
-		s.ThrottledPct = 100 * float64(s.ThrottledPeriods) / float64(s.Periods)
-	}
+	s.ThrottledPct = ThrottledPct(float64(s.Periods), float64(s.ThrottledPeriods))
 	return s
 }
 
@@ -158,9 +156,7 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 	if s.DT > 0 {
 		s.ThrottledMsPerS = old.ThrottledMs / s.DT
 	}
-	if s.Periods > 0 {
-		s.ThrottledPct = 100 * float64(s.ThrottledPeriods) / float64(s.Periods)
-	}
+	s.ThrottledPct = ThrottledPct(float64(s.Periods), float64(s.ThrottledPeriods))
 	s.CPUPressure, s.MemPressure, s.IOPressure = perS(old.PressureMs), perS(old.MemPressureMs), perS(old.IOPressureMs)
 	s.WorkIOPS = old.IOPS
 	return nil

@@ -68,6 +68,16 @@ func throttledPair(p, tp, op, otp uint64) (periods, throttled uint64) {
 	return p, tp
 }
 
+// ThrottledPct is the share of enforcement periods that were throttled,
+// in percent, or 0 when none passed: the one formula of the samples, the
+// lanes' totals and a replay's ticks.
+func ThrottledPct(periods, throttled float64) float64 {
+	if periods <= 0 {
+		return 0
+	}
+	return 100 * throttled / periods
+}
+
 // Fell says whether any of c's cumulative counters is below prev's.
 func (c Counters) Fell(prev Counters) bool {
 	return c.CPUNs < prev.CPUNs || c.Periods < prev.Periods || c.ThrottledPeriods < prev.ThrottledPeriods || c.ThrottledNs < prev.ThrottledNs ||
