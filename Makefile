@@ -65,7 +65,7 @@ test-js:
 # Test engines an interrupted test run left running (found by their
 # pidfiles under /run/ll-*) are stopped before the tests start.
 reap-test-engines:
-	$(GO) run ./internal/enginetest/reap
+	$(GO) run ./internal/testbed/reap
 
 # -p 1: the packages' experiments measure CPU time on a shared 2-core host
 # and must not run beside each other. Then the suite's Kubernetes part on a

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -34,7 +34,7 @@ func freePort(t testing.TB) int {
 // its certificate. No nginx is a failure, never a skip.
 func startNginx(t testing.TB, port int, upstream string) *x509.CertPool {
 	t.Helper()
-	p, err := enginetest.StartNginx(t.TempDir(), port, upstream)
+	p, err := testbed.StartNginx(t.TempDir(), port, upstream)
 	if err != nil {
 		t.Fatal(err)
 	}

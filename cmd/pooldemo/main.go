@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func run() error {
 	var pool []engine.EngineAddress
 	for _, name := range []string{"demo-a", "demo-b", "demo-c"} {
 		fmt.Fprintf(os.Stderr, "pool-demo: starting dockerd %s\n", name)
-		d, err := enginetest.StartEngine(name, enginetest.DockerdOptions{})
+		d, err := testbed.StartEngine(name, testbed.DockerdOptions{})
 		if err != nil {
 			return err
 		}

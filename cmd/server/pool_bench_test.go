@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 )
 
 // procCPU is a process's CPU time so far, all its threads, from
@@ -75,11 +76,11 @@ func BenchmarkPoolDashboard(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ds := make([]*enginetest.Dockerd, engines)
+	ds := make([]*testbed.Dockerd, engines)
 	var wg sync.WaitGroup
 	for i, n := range []string{"da", "db", "dc"} {
 		wg.Add(1)
-		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(b, n, enginetest.DockerdOptions{}) }()
+		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(b, n, testbed.DockerdOptions{}) }()
 	}
 	wg.Wait()
 	var entries []string

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -25,11 +26,11 @@ func TestServerWithAPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := make([]*enginetest.Dockerd, 2)
+	ds := make([]*testbed.Dockerd, 2)
 	var wg sync.WaitGroup
 	for i, n := range []string{"sa", "sb"} {
 		wg.Add(1)
-		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(t, n, enginetest.DockerdOptions{}) }()
+		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(t, n, testbed.DockerdOptions{}) }()
 	}
 	wg.Wait()
 	if ds[0] == nil || ds[1] == nil {

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/benchdoc"
-	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 )
 
 // presenterToken is the soak server's presenter token, joinCode its
@@ -97,7 +97,7 @@ func run() error {
 	if err := os.MkdirAll(filepath.Join(srv.dir, "nginx"), 0o700); err != nil {
 		return err
 	}
-	proxy, err := enginetest.StartNginx(filepath.Join(srv.dir, "nginx"), freePort(), strings.TrimPrefix(srv.base, "http://"))
+	proxy, err := testbed.StartNginx(filepath.Join(srv.dir, "nginx"), freePort(), strings.TrimPrefix(srv.base, "http://"))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/testbed"
 )
 
 // hostState is what a test engine must leave of the machine: its network
@@ -39,8 +40,8 @@ func TestATestEngineLeavesTheHostAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "hostchk"
-	linksBefore, _ := hostState(t, cgroupParent(name))
-	d, err := StartEngine(name, DockerdOptions{})
+	linksBefore, _ := hostState(t, testbed.CgroupParent(name))
+	d, err := testbed.StartEngine(name, testbed.DockerdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestATestEngineLeavesTheHostAsItWas(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Errorf("closing the test engine: %v", err)
 		}
-		linksAfter, cgroupsAfter := hostState(t, cgroupParent(name))
+		linksAfter, cgroupsAfter := hostState(t, testbed.CgroupParent(name))
 		if !slices.Equal(linksAfter, linksBefore) {
 			t.Errorf("links after a test engine: %v, before: %v", linksAfter, linksBefore)
 		}
@@ -58,17 +59,17 @@ func TestATestEngineLeavesTheHostAsItWas(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	_, img, err := Prepare(ctx, d.Client, bin)
+	_, img, err := testbed.Prepare(ctx, d.Client, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lane := experiments.PlannedLane{Name: "spin", Workload: experiments.Workload{Kind: "spin", Seconds: 1}, Target: -1}
 	StartLane(t, d.Client, img, "hostchk-run", lane)
-	linksWhile, cgroupsWhile := hostState(t, cgroupParent(name))
+	linksWhile, cgroupsWhile := hostState(t, testbed.CgroupParent(name))
 	if !slices.Equal(linksWhile, linksBefore) {
 		t.Errorf("links while a test engine runs: %v, before: %v", linksWhile, linksBefore)
 	}
 	if len(cgroupsWhile) == 0 {
-		t.Errorf("the test engine's lane made no cgroup under %s: this test checks nothing of cgroups", cgroupParent(name))
+		t.Errorf("the test engine's lane made no cgroup under %s: this test checks nothing of cgroups", testbed.CgroupParent(name))
 	}
 }

@@ -16,26 +16,27 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
 
 // startPool starts a dockerd per name beside the machine's and a manager
 // with them as its pool; opts[name] start that engine differently.
-func startPool(t testing.TB, names []string, opts map[string]enginetest.DockerdOptions) (*workshop.Manager, map[string]*enginetest.Dockerd) {
+func startPool(t testing.TB, names []string, opts map[string]testbed.DockerdOptions) (*workshop.Manager, map[string]*testbed.Dockerd) {
 	t.Helper()
 	bin, err := enginetest.BuildBinary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := make([]*enginetest.Dockerd, len(names))
+	ds := make([]*testbed.Dockerd, len(names))
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Add(1)
 		go func() { defer wg.Done(); ds[i] = enginetest.StartDockerd(t, n, opts[n]) }()
 	}
 	wg.Wait()
-	byName := map[string]*enginetest.Dockerd{}
+	byName := map[string]*testbed.Dockerd{}
 	var pool []workshop.PoolEngine
 	for _, d := range ds {
 		if d == nil {
@@ -44,7 +45,7 @@ func startPool(t testing.TB, names []string, opts map[string]enginetest.DockerdO
 		byName[d.Name] = d
 		c := d.Client
 		pool = append(pool, workshop.PoolEngine{Name: d.Name, Address: d.Host, Engine: c,
-			Prepare: func(ctx context.Context) (engine.HostInfo, string, error) { return enginetest.Prepare(ctx, c, bin) }})
+			Prepare: func(ctx context.Context) (engine.HostInfo, string, error) { return testbed.Prepare(ctx, c, bin) }})
 	}
 	m := workshop.NewManager(pool[0].Engine, workshop.Options{Pool: pool, Log: slog.Default(), Quotas: &workshop.Quotas{}, ProbeEvery: time.Second})
 	t.Cleanup(func() {
@@ -61,7 +62,7 @@ const spinSpec = `{"name": "spin", "duration": "60s", "lanes": [{"name": "spin",
 // starts on the first engine to free up; an IO lab goes only to an engine
 // with a disk under its data root.
 func TestPoolPlacesOneRunPerEngine(t *testing.T) {
-	m, ds := startPool(t, []string{"pa", "pb", "pc"}, map[string]enginetest.DockerdOptions{"pc": {DataRootOnTmpfs: true}})
+	m, ds := startPool(t, []string{"pa", "pb", "pc"}, map[string]testbed.DockerdOptions{"pc": {DataRootOnTmpfs: true}})
 	views := m.Engines()
 	if len(views) != 3 {
 		t.Fatalf("engines %+v", views)
@@ -171,7 +172,7 @@ func TestPoolEngineLostMidRun(t *testing.T) {
 
 	// The engine comes back on its data root: the probe finds it, and
 	// removes what the interrupted run left there.
-	back := enginetest.StartDockerd(t, lost, enginetest.DockerdOptions{})
+	back := enginetest.StartDockerd(t, lost, testbed.DockerdOptions{})
 	enginetest.WaitFor(t, time.Minute, "the engine back in the pool", func() bool { _, isDown := down(); return !isDown })
 	enginetest.WaitFor(t, time.Minute, "the interrupted run's containers removed", func() bool {
 		list, err := back.Client.ContainerList(context.Background(), client.ContainerListOptions{All: true,
@@ -224,7 +225,7 @@ func BenchmarkPoolQueue(b *testing.B) {
 // device "auto" is the disk under that engine's data root, here a loop
 // device of its own, not the first engine's disk.
 func TestPoolIOLabGetsItsEnginesDevice(t *testing.T) {
-	m, _ := startPool(t, []string{"pf", "pg"}, map[string]enginetest.DockerdOptions{"pg": {DataRootOnLoop: true}})
+	m, _ := startPool(t, []string{"pf", "pg"}, map[string]testbed.DockerdOptions{"pg": {DataRootOnLoop: true}})
 	devices := map[string]string{}
 	for _, v := range m.Engines() {
 		devices[v.Name] = v.Host.DataRootDevice

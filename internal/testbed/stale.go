@@ -1,4 +1,4 @@
-package enginetest
+package testbed
 
 import (
 	"errors"
@@ -41,7 +41,7 @@ func ReapStale() ([]string, error) {
 	}
 	// The cgroups of test engines gone already (an earlier version of
 	// the tests left them).
-	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent("*"))
+	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + CgroupParent("*"))
 	for _, dir := range left {
 		if err := removeCgroups(filepath.Base(dir)); err != nil {
 			errs = append(errs, err)
@@ -81,7 +81,7 @@ func reapStale(name string) (bool, error) {
 	if err := os.RemoveAll(data); err != nil {
 		return pid > 0, fmt.Errorf("test engine %s: %w", name, err)
 	}
-	return pid > 0, removeCgroups(cgroupParent(name))
+	return pid > 0, removeCgroups(CgroupParent(name))
 }
 
 // stalePid is the pid in a test engine's pidfile if that process is a

@@ -1,5 +1,5 @@
 // Command reap stops the test engines an interrupted test run left behind
-// (enginetest.ReapStale); make test runs it first. It touches no engine
+// (testbed.ReapStale); make test runs it first. It touches no engine
 // but those, which live under /run/ll-* with their pidfiles.
 package main
 
@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/testbed"
 )
 
 func main() {
-	names, err := enginetest.ReapStale()
+	names, err := testbed.ReapStale()
 	for _, n := range names {
 		fmt.Printf("reap: stopped test engine %s, left running by an earlier test run\n", n)
 	}

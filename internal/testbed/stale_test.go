@@ -1,4 +1,4 @@
-package enginetest
+package testbed
 
 import (
 	"os"
@@ -41,7 +41,15 @@ func TestStaleEngineIsReaped(t *testing.T) {
 			t.Errorf("%s still backed by %s", d.loop, b)
 		}
 	}
-	again := StartDockerd(t, "st", DockerdOptions{})
+	again, err := StartEngine("st", DockerdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := again.Close(); err != nil {
+			t.Log(err)
+		}
+	})
 	if again.cmd.Process.Pid == pid {
 		t.Fatal("the same engine")
 	}

@@ -1,4 +1,4 @@
-package enginetest
+package testbed
 
 import (
 	"crypto/x509"
