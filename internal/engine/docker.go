@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -149,6 +150,32 @@ func parseEngineTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// Updated is what a live change of a container's limits left: the limits
+// the engine applied, read back, and its warnings.
+type Updated struct {
+	Applied  experiments.Resources
+	Warnings []string
+}
+
+// ErrUpdateRefused marks an update the engine refused, in its words; the
+// container keeps the limits it had.
+var ErrUpdateRefused = errors.New("engine")
+
+// Update changes a running container's limits by delta (docker update)
+// and reads back what the engine applied.
+func (d Docker) Update(ctx context.Context, id string, delta experiments.Resources) (Updated, error) {
+	res := Resources(delta)
+	upd, err := d.Engine.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &res})
+	if err != nil {
+		return Updated{}, fmt.Errorf("%w: %w", ErrUpdateRefused, err)
+	}
+	ins, err := d.Engine.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return Updated{}, fmt.Errorf("read back after the update: %w", err)
+	}
+	return Updated{Applied: Applied(ins.Container.HostConfig.Resources), Warnings: upd.Warnings}, nil
 }
 
 // Probe asks the engine what its host is now.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
-	"github.com/moby/moby/client"
 )
 
 // Errors of a live change that are not about its values.
@@ -46,6 +45,12 @@ func (r *Run) resources() []experiments.Resources {
 	return out
 }
 
+// Updater is a backend whose lanes' limits change in place through the
+// engine's container update: engine.Docker.
+type Updater interface {
+	Update(ctx context.Context, id string, delta experiments.Resources) (engine.Updated, error)
+}
+
 // UpdateLimits changes a running lane's limits through the engine's
 // container update (docker update), reads back what the engine applied, and
 // records the change in the run. admit, if not nil, is asked first whether
@@ -55,10 +60,13 @@ func (r *Run) resources() []experiments.Resources {
 // leaves the lane as it was; the returned experiments.Errors say why, in
 // the engine's words where it gave them.
 func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
-	if r.env.Engine == nil {
-		if rz, ok := r.env.backend().(Resizer); ok {
-			return r.resize(ctx, rz, lane, change, admit)
-		}
+	var up Updater
+	switch be := r.env.backend().(type) {
+	case Resizer:
+		return r.resize(ctx, be, lane, change, admit)
+	case Updater:
+		up = be
+	default:
 		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "this run's engine changes no limits while a lane runs"}}
 	}
 	r.mu.Lock()
@@ -90,17 +98,14 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 			return ChangeRecord{}, err
 		}
 	}
-	res := engine.Resources(delta)
-	eng := r.env.Engine
-	upd, err := eng.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &res})
-	if err != nil {
-		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "engine: " + err.Error()}}
+	upd, err := up.Update(ctx, id, delta)
+	if errors.Is(err, engine.ErrUpdateRefused) {
+		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}
 	}
-	ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		return ChangeRecord{}, fmt.Errorf("runner: read back lane %d after update: %w", lane, err)
+		return ChangeRecord{}, fmt.Errorf("runner: lane %d: %w", lane, err)
 	}
-	applied := engine.Applied(ins.Container.HostConfig.Resources)
+	applied := upd.Applied
 	rec := ChangeRecord{
 		Lane: lane, Limits: change, Applied: applied, Warnings: upd.Warnings,
 		DockerUpdate: experiments.DockerUpdate(id[:min(12, len(id))], delta),
