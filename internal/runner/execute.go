@@ -105,7 +105,7 @@ func (x *execution) runLanes(ctx context.Context, log *slog.Logger) (State, stri
 	for _, group := range r.plan.Groups {
 		if ctx.Err() != nil {
 			for _, i := range group {
-				x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
+				x.setLane(i, func(l *laneState) { l.move(LaneSkipped) })
 			}
 			continue
 		}

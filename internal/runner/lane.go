@@ -93,21 +93,21 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	be := r.env.backend()
 	pl := r.plan.Lanes[i]
 	if !x.awaitStartAt(ctx, i, start) {
-		x.setLane(i, func(l *laneState) { l.state = LaneSkipped })
+		x.setLane(i, func(l *laneState) { l.move(LaneSkipped) })
 		return 0, false
 	}
 	if t := pl.Target; t >= 0 {
 		// A load lane joins its service's network namespace, which exists
 		// only while the service runs.
 		if err := x.awaitRunning(ctx, t); err != nil {
-			x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
+			x.setLane(i, func(l *laneState) { l.move(LaneExited); l.err = err.Error() })
 			return 0, false
 		}
 	}
 	asked := time.Now()
 	pid, err := be.Start(ctx, id)
 	if err != nil {
-		x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, err.Error() })
+		x.setLane(i, func(l *laneState) { l.move(LaneExited); l.err = err.Error() })
 		return 0, false
 	}
 	r.env.startLatency.Store(int64(time.Since(asked)))
@@ -119,7 +119,7 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	if applied != nil && applied.CPUBurstUs > 0 {
 		// Before the start barrier lets the lane's work begin.
 		if err := writeBurst(rd, applied.CPUBurstUs); err != nil {
-			x.setLane(i, func(l *laneState) { l.state, l.err = LaneExited, "cpu_burst: "+err.Error() })
+			x.setLane(i, func(l *laneState) { l.move(LaneExited); l.err = "cpu_burst: " + err.Error() })
 			return 0, false
 		}
 	}
@@ -141,7 +141,8 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 		if ferr == nil {
 			l.prev, l.hasPrev, l.lastRead = first, true, first.At
 		}
-		l.state, l.startedAt = LaneRunning, started
+		l.move(LaneRunning)
+		l.startedAt = started
 	})
 	return pid, true
 }
@@ -173,7 +174,8 @@ func (x *execution) endLane(i int, exit engine.Exit, e laneEnd) {
 	timedOut, stopped, foreign, ended, stderr := e.timedOut, e.stopped, e.foreign, e.at, e.stderr
 	r.mu.Lock()
 	l := r.st.lanes[i]
-	l.state, l.endedAt, l.timedOut = LaneExited, ended, timedOut
+	l.move(LaneExited)
+	l.endedAt, l.timedOut = ended, timedOut
 	if exit.HasCode {
 		code := exit.Code
 		l.exitCode = &code

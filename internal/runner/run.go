@@ -233,7 +233,7 @@ func (r *Run) EndQueued(s State, why string) {
 		st.state, st.err, st.queuePos = s, why, 0
 		st.endedAt = time.Now()
 		for _, l := range st.lanes {
-			l.state = LaneSkipped
+			l.move(LaneSkipped)
 		}
 	})
 	r.pub.save(r.View(), r.participant)

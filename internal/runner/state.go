@@ -45,6 +45,27 @@ const (
 // Over says whether a lane in state s will run no more.
 func (s LaneState) Over() bool { return s == LaneExited || s == LaneSkipped || s == LaneInterrupted }
 
+// laneMoves are the only moves of a lane's life. A pending lane starts,
+// is skipped (its run ended or was stopped before its start), or ends
+// without running (its start failed); a running one exits. A pending or
+// running lane is interrupted when the server died under it, as a stored
+// or imported run records it. An ended lane moves no more.
+var laneMoves = map[LaneState][]LaneState{
+	LanePending: {LaneRunning, LaneSkipped, LaneExited, LaneInterrupted},
+	LaneRunning: {LaneExited, LaneInterrupted},
+}
+
+// To is the state a lane in s is in once asked to move to next: next,
+// where laneMoves allows it, else s, and whether it moved.
+func (s LaneState) To(next LaneState) (LaneState, bool) {
+	for _, m := range laneMoves[s] {
+		if m == next {
+			return next, true
+		}
+	}
+	return s, false
+}
+
 // runState is a run's live state, guarded by Run.mu. Views are built from
 // it when asked; nothing outside the package sees or changes it.
 type runState struct {
@@ -73,6 +94,14 @@ type runState struct {
 // laneState is one lane's live state: what it is, what the engine
 // applied, what it measured, and what the sampler and the log follower
 // keep between readings.
+// move moves the lane to next where laneMoves allows it: the one way a
+// lane's state changes, under Run.mu. It says whether it moved.
+func (l *laneState) move(next LaneState) bool {
+	var moved bool
+	l.state, moved = l.state.To(next)
+	return moved
+}
+
 type laneState struct {
 	state     LaneState
 	id        string // the container's full id, once created

@@ -234,9 +234,8 @@ func (a *Archive) recover(featured *Featured) {
 		v.Error = fmt.Sprintf("interrupted: the server stopped while this run was %s; what it recorded until then is kept, "+
 			"and its containers were removed when the server started again", was)
 		for i := range v.Lanes {
-			if l := &v.Lanes[i]; l.State == runner.LanePending || l.State == runner.LaneRunning {
-				l.State = runner.LaneInterrupted
-			}
+			l := &v.Lanes[i]
+			l.State, _ = l.State.To(runner.LaneInterrupted)
 		}
 		if b, err := json.Marshal(runner.Message{Type: runner.KindRun, Run: &v}); err == nil {
 			rec.Record(v.ID, b)

@@ -142,7 +142,7 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 	l.Modelled = pl.Workload.Modelled()
 	switch l.State {
 	case runner.LanePending, runner.LaneRunning:
-		l.State = runner.LaneInterrupted
+		l.State, _ = l.State.To(runner.LaneInterrupted)
 	case runner.LaneExited, runner.LaneSkipped, runner.LaneInterrupted:
 	default:
 		return fmt.Errorf("state %q", l.State)
