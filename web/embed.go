@@ -52,8 +52,8 @@ func (h *handlers) embeddable(next http.Handler) http.Handler {
 // allows its inline scripts by their hashes and nothing else; a header
 // policy of 'self' scripts would refuse them, since a browser enforces
 // both.
-func (h *handlers) publishedFrame(w http.ResponseWriter) {
-	w.Header().Set("Content-Security-Policy", strings.TrimSpace("frame-ancestors 'self' "+strings.Join(h.EmbedOrigins, " ")))
+func publishedFrame(w http.ResponseWriter, origins []string) {
+	w.Header().Set("Content-Security-Policy", strings.TrimSpace("frame-ancestors 'self' "+strings.Join(origins, " ")))
 }
 
 // embedRun is a run's replay for another site's frame: the published page,
@@ -66,24 +66,26 @@ func (h pages) embedRun(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	page, err := h.published(r.Context(), chi.URLParam(r, "id"), true)
 	if err != nil {
-		h.writePublishFailure(w, err)
+		writePublishFailure(w, h.Log, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page's own policy (a meta element) allows its inline scripts by
 	// hash; the header allows the framing sites.
-	h.publishedFrame(w)
+	publishedFrame(w, h.EmbedOrigins)
 	_, _ = newFloorWriter(w, h.WriteTimeout).Write(page)
 }
 
-func (h *handlers) writePublishFailure(w http.ResponseWriter, err error) {
+// writePublishFailure answers a page that could not be made, logging
+// what was the server's fault.
+func writePublishFailure(w http.ResponseWriter, log *slog.Logger, err error) {
 	var tooLarge *TooLargeError
 	if errors.As(err, &tooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, "format", err.Error())
 		return
 	}
 	if statusOf(err) >= http.StatusInternalServerError {
-		h.Log.Error("publish", slog.Any("err", err))
+		log.Error("publish", slog.Any("err", err))
 	}
 	writeFailure(w, "run", err)
 }

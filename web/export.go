@@ -120,12 +120,12 @@ func (h api) apiExport(w http.ResponseWriter, r *http.Request) {
 		// One page that replays the run with no server: docs/tutorials.md.
 		page, err := h.published(r.Context(), id, false)
 		if err != nil {
-			h.writePublishFailure(w, err)
+			writePublishFailure(w, h.Log, err)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.html"`)
-		h.publishedFrame(w)
+		publishedFrame(w, h.EmbedOrigins)
 		_, _ = out.Write(page)
 	}
 }

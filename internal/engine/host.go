@@ -333,7 +333,7 @@ func isBlockDevice(path string) bool {
 // Describe is the host in a few words: "Docker 20.10.24, cgroup v1, 2 CPUs".
 func (h HostInfo) Describe() string {
 	if h.Kubernetes() {
-		return h.describeKubernetes()
+		return describeKubernetes(h)
 	}
 	if h.EngineVersion == "" {
 		return ""
@@ -347,7 +347,7 @@ func (h HostInfo) Describe() string {
 // identity moved since it was made ready is made ready again.
 func (h HostInfo) Identity() string {
 	return fmt.Sprintf("%s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
-		h.platform(), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+		platform(h), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
 }
 
 // FreeBytes is the space an unprivileged writer has under dir, read now;
@@ -363,7 +363,7 @@ func FreeBytes(dir string) int64 {
 
 // platform names what runs the lanes, with its version: Docker's, or the
 // node's and its kubelet's.
-func (h HostInfo) platform() string {
+func platform(h HostInfo) string {
 	if h.Kubernetes() {
 		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
 	}

@@ -70,7 +70,7 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 // Kubernetes says whether the host's lanes run as pods.
 func (h HostInfo) Kubernetes() bool { return h.Kube != nil }
 
-func (h HostInfo) describeKubernetes() string {
+func describeKubernetes(h HostInfo) string {
 	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion)
 	if n := h.Kube.CgroupNote(h.CgroupVersion); n != "" {
 		d += " (" + n + ")"

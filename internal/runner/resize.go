@@ -16,7 +16,7 @@ type Resizer interface {
 	Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
 }
 
-// resize is UpdateLimits for a pod lane: the change, in Docker flags that
+// resize is r.UpdateLimits for a pod lane: the change, in Docker flags that
 // translate exactly or in Kubernetes' words, is checked as the API server
 // and kubelet check a resize (experiments.ResolveResize), admitted, and
 // made through the pod's resize subresource. Done, it is the lane's new
@@ -24,7 +24,7 @@ type Resizer interface {
 // still in progress, it is recorded with kubelet's message and the lane
 // keeps the limits it has; infeasible or failed, it is refused with
 // kubelet's reason and the pod's spec is put back.
-func (r *Run) resize(ctx context.Context, rz Resizer, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
+func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
 	refuse := func(format string, args ...any) (ChangeRecord, error) {
 		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "resources", Message: fmt.Sprintf(format, args...)}}
 	}
@@ -51,7 +51,9 @@ func (r *Run) resize(ctx context.Context, rz Resizer, lane int, change experimen
 	}
 	next.Cpuset = pod.Cpuset
 	if admit != nil {
-		after := r.resources()
+		r.mu.Lock()
+		after := r.st.resources(r.plan)
+		r.mu.Unlock()
 		after[lane] = next.Resources()
 		if err := admit(after); err != nil {
 			return ChangeRecord{}, err

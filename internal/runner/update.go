@@ -30,14 +30,13 @@ func (s *runState) laneLimits(plan experiments.Plan, lane int) (requested, appli
 	return plan.Lanes[lane].Resources, *l.applied, nil
 }
 
-// resources are the lanes' limits now: what the engine applied, where a
-// lane's container exists, else what the lane asked for.
-func (r *Run) resources() []experiments.Resources {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]experiments.Resources, len(r.st.lanes))
-	for i, l := range r.st.lanes {
-		out[i] = r.plan.Lanes[i].Resources
+// resources are the lanes of plan's limits now: what the engine applied,
+// where a lane's container exists, else what the lane asked for. Run.mu
+// is held.
+func (s *runState) resources(plan experiments.Plan) []experiments.Resources {
+	out := make([]experiments.Resources, len(s.lanes))
+	for i, l := range s.lanes {
+		out[i] = plan.Lanes[i].Resources
 		if l.applied != nil {
 			out[i] = *l.applied
 		}
@@ -63,7 +62,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	var up Updater
 	switch be := r.env.backend().(type) {
 	case Resizer:
-		return r.resize(ctx, be, lane, change, admit)
+		return resize(ctx, r, be, lane, change, admit)
 	case Updater:
 		up = be
 	default:
@@ -92,7 +91,9 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 		delta.MemorySwap = 2 * delta.Memory
 	}
 	if admit != nil {
-		after := r.resources()
+		r.mu.Lock()
+		after := r.st.resources(r.plan)
+		r.mu.Unlock()
 		after[lane] = current.Merge(delta)
 		if err := admit(after); err != nil {
 			return ChangeRecord{}, err

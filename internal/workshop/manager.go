@@ -185,7 +185,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 			return nil, false
 		}
 		return e.run, true
-	}, inMemory: m.inMemory, minFree: opts.StoreMinFree, keep: opts.Keep}
+	}, inMemory: m.Runs, minFree: opts.StoreMinFree, keep: opts.Keep}
 	m.Pool = &Pool{mu: &m.mu, opts: &m.opts, log: m.log, ctx: ctx, wg: &m.wg, onEvent: m.onEvent, cameUp: m.schedule}
 	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.archive.View(id); return ok })
 	m.archive.recover(m.featured)
@@ -266,10 +266,9 @@ func (m *Manager) live(id string) (*entry, bool) {
 	return e, ok
 }
 
-// inMemory are the runs in memory, oldest first: queued, running, and
-// ended ones the store does not have whole yet (all of them without a
-// store).
-func (m *Manager) inMemory() []*runner.Run {
+// Runs are the runs in memory, oldest first: queued, running, and ended
+// ones the store does not have whole yet (all of them without a store).
+func (m *Manager) Runs() []*runner.Run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]*runner.Run, len(m.order))
@@ -278,10 +277,6 @@ func (m *Manager) inMemory() []*runner.Run {
 	}
 	return out
 }
-
-// Runs are the runs in memory, oldest first: queued, running, and ended
-// ones not yet stored whole.
-func (m *Manager) Runs() []*runner.Run { return m.inMemory() }
 
 // Owner is the participant who submitted a run in memory.
 func (m *Manager) Owner(id string) (string, bool) {
