@@ -133,8 +133,8 @@ type Deps struct {
 	MetricsRegistry prometheus.Registerer
 }
 
-// NewRouter builds the whole HTTP surface; tests serve it with httptest.
-func NewRouter(d Deps) http.Handler {
+// withDefaults is d with every bound it leaves zero set to the default.
+func (d Deps) withDefaults() Deps {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
@@ -157,6 +157,12 @@ func NewRouter(d Deps) http.Handler {
 		d.Secret = make([]byte, 32)
 		_, _ = rand.Read(d.Secret)
 	}
+	return d
+}
+
+// NewRouter builds the whole HTTP surface; tests serve it with httptest.
+func NewRouter(d Deps) http.Handler {
+	d = d.withDefaults()
 	h := &handlers{Deps: d, sign: signer{key: d.Secret}, publisher: NewPublisher(d.Static),
 		publishSlots: make(chan struct{}, publishSlots),
 		joinWrong:    newThrottle(JoinWrongEvery, JoinWrongBurst), joinNew: newThrottle(JoinEvery, JoinBurst),

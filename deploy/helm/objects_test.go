@@ -87,6 +87,17 @@ func TestTheChartRendersTheDashboardOnTheCluster(t *testing.T) {
 	}
 	find(t, objs, "PersistentVolumeClaim", "lab-limitlab-data")
 
+	checkSamplerAndSecrets(t, objs)
+	if t.Failed() {
+		t.Log(dump(objs))
+	}
+}
+
+// checkSamplerAndSecrets: the sampler probed and restricted but for its
+// hostPath, the secrets made, the node policy bound to the release's
+// account.
+func checkSamplerAndSecrets(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
 	ds := find(t, objs, "DaemonSet", "limitlab-sampler")
 	spod := podSpec(t, ds)
 	if spod["automountServiceAccountToken"] != false {
@@ -115,9 +126,6 @@ func TestTheChartRendersTheDashboardOnTheCluster(t *testing.T) {
 	vap := find(t, objs, "ValidatingAdmissionPolicy", "lab-limitlab-node-marks")
 	if b, _ := json.Marshal(vap.Object); !strings.Contains(string(b), "system:serviceaccount:limitlab:lab-limitlab") {
 		t.Error("the node policy does not match the release's account")
-	}
-	if t.Failed() {
-		t.Log(dump(objs))
 	}
 }
 

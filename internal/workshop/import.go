@@ -90,6 +90,32 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 	if len(v.Changes) > maxImportChanges || len(v.Events) > maxImportEvents {
 		return fmt.Errorf("%d changes and %d events, more than a run makes", len(v.Changes), len(v.Events))
 	}
+	if err := cleanChanges(v); err != nil {
+		return err
+	}
+	for k, ev := range v.Events {
+		if ev.Lane < 0 || ev.Lane >= len(v.Lanes) || (ev.Kind != engine.EventOOM && ev.Kind != engine.EventDie) {
+			return fmt.Errorf("event %d: %q on lane %d, which cannot be", k, ev.Kind, ev.Lane)
+		}
+	}
+	if st := v.Start; st != nil {
+		if st.Lanes < 2 || st.Lanes > len(v.Lanes) || !(st.SkewMs >= 0 && st.SkewMs < 1e6) || !(st.StartsMs >= 0 && st.StartsMs < 1e7) {
+			return fmt.Errorf("start barrier: %d lanes, %v ms, %v ms, which cannot be", st.Lanes, st.SkewMs, st.StartsMs)
+		}
+	}
+	if vd := v.Verdict; vd != nil {
+		if len(vd.Labels) > experiments.MaxLanes || len(vd.Predicted) > experiments.MaxLanes || len(vd.Measured) > experiments.MaxLanes {
+			return fmt.Errorf("a verdict of more rows than lanes")
+		}
+		vd.Labels = clipAll(vd.Labels)
+		vd.Metric, vd.Explanation = clip(vd.Metric, maxImportShort), clip(vd.Explanation, maxImportText)
+	}
+	return nil
+}
+
+// cleanChanges checks each of an imported run's live changes against its
+// lanes, and writes again the command each shows.
+func cleanChanges(v *runner.RunView) error {
 	for k := range v.Changes {
 		c := &v.Changes[k]
 		if c.Lane < 0 || c.Lane >= len(v.Lanes) {
@@ -110,23 +136,6 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 		}
 		c.DockerUpdate = experiments.DockerUpdate(containerOf(v.Lanes[c.Lane]), delta)
 		c.Warnings = clipAll(c.Warnings)
-	}
-	for k, ev := range v.Events {
-		if ev.Lane < 0 || ev.Lane >= len(v.Lanes) || (ev.Kind != engine.EventOOM && ev.Kind != engine.EventDie) {
-			return fmt.Errorf("event %d: %q on lane %d, which cannot be", k, ev.Kind, ev.Lane)
-		}
-	}
-	if st := v.Start; st != nil {
-		if st.Lanes < 2 || st.Lanes > len(v.Lanes) || !(st.SkewMs >= 0 && st.SkewMs < 1e6) || !(st.StartsMs >= 0 && st.StartsMs < 1e7) {
-			return fmt.Errorf("start barrier: %d lanes, %v ms, %v ms, which cannot be", st.Lanes, st.SkewMs, st.StartsMs)
-		}
-	}
-	if vd := v.Verdict; vd != nil {
-		if len(vd.Labels) > experiments.MaxLanes || len(vd.Predicted) > experiments.MaxLanes || len(vd.Measured) > experiments.MaxLanes {
-			return fmt.Errorf("a verdict of more rows than lanes")
-		}
-		vd.Labels = clipAll(vd.Labels)
-		vd.Metric, vd.Explanation = clip(vd.Metric, maxImportShort), clip(vd.Explanation, maxImportText)
 	}
 	return nil
 }
