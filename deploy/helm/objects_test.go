@@ -68,7 +68,8 @@ func TestTheChartRendersTheDashboardOnTheCluster(t *testing.T) {
 		t.Errorf("the dashboard's image %v", c["image"])
 	}
 	args := strings.Join(strs(c["args"]), " ")
-	for _, a := range []string{"-kubernetes", "-namespace=limitlab-lanes", "-kube-image=ghcr.io/limitlab/limitlab-workload:v0.1.0", "-data=/data", "-presenter-token-file="} {
+	for _, a := range []string{"-kubernetes", "-namespace=limitlab-lanes", "-kube-image=ghcr.io/limitlab/limitlab-workload:v0.1.0", "-data=/data", "-presenter-token-file=",
+		"-allow-host=localhost,127.0.0.1,::1,lab-limitlab,lab-limitlab.limitlab,lab-limitlab.limitlab.svc "} {
 		if !strings.Contains(args, a) {
 			t.Errorf("the server's args %q lack %s", args, a)
 		}

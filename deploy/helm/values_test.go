@@ -18,7 +18,7 @@ func TestTheValuesPeopleChange(t *testing.T) {
 		"joinCode":         map[string]any{"existingSecret": "room"},
 		"presenterToken":   map[string]any{"existingSecret": "room"},
 		"persistence":      map[string]any{"storageClass": "fast", "size": "5Gi", "onUninstall": "keep"},
-		"server":           map[string]any{"extraArgs": []any{"-participant-runs=2"}},
+		"server":           map[string]any{"extraArgs": []any{"-participant-runs=2"}, "allowHosts": []any{"192.0.2.10"}},
 		"ingress":          map[string]any{"enabled": true, "className": "nginx", "host": "lab.example.org", "tlsSecret": "lab-tls"},
 	})
 	if err != nil {
@@ -31,7 +31,8 @@ func TestTheValuesPeopleChange(t *testing.T) {
 	}
 	args := strings.Join(strs(c["args"]), " ")
 	for _, a := range []string{"-kube-image=registry.example:5000/lab/workload:v0.2.0", "-namespace=workshop-lanes",
-		"-kube-tolerate=node-role.kubernetes.io/control-plane,gpu", "-participant-runs=2"} {
+		"-kube-tolerate=node-role.kubernetes.io/control-plane,gpu", "-participant-runs=2",
+		"-allow-host=localhost,127.0.0.1,::1,lab-limitlab,lab-limitlab.limitlab,lab-limitlab.limitlab.svc,lab.example.org,192.0.2.10 "} {
 		if !strings.Contains(args, a) {
 			t.Errorf("the server's args %q lack %s", args, a)
 		}
@@ -100,6 +101,7 @@ func TestTheChartRefusesValuesItCannotUse(t *testing.T) {
 		{"the lanes in the sampler's namespace", map[string]any{"lanes": map[string]any{"namespace": "limitlab-sampler"}}, "lanes.namespace"},
 		{"a volume policy of neither kind", map[string]any{"persistence": map[string]any{"onUninstall": "maybe"}}, "onUninstall"},
 		{"an extra argument that is not a flag", map[string]any{"server": map[string]any{"extraArgs": []any{"; rm -rf /"}}}, "extraArgs"},
+		{"a host name with a slash", map[string]any{"server": map[string]any{"allowHosts": []any{"evil.example/x"}}}, "allowHosts"},
 		{"a taint key with a space", map[string]any{"lanes": map[string]any{"tolerate": []any{"a b"}}}, "tolerate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

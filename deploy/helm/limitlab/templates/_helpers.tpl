@@ -32,6 +32,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Host names the dashboard answers to: localhost for a
+port-forward, the Service's names, the ingress host, and any the values
+add. */}}
+{{- define "limitlab.allowHosts" -}}
+{{- $name := include "limitlab.fullname" . -}}
+{{- $hosts := list "localhost" "127.0.0.1" "::1" $name (printf "%s.%s" $name .Release.Namespace) (printf "%s.%s.svc" $name .Release.Namespace) -}}
+{{- if .Values.ingress.enabled }}{{ $hosts = append $hosts .Values.ingress.host }}{{ end -}}
+{{- join "," (concat $hosts .Values.server.allowHosts | uniq) -}}
+{{- end -}}
+
 {{/* The server's service account's user name, as the API server sees it. */}}
 {{- define "limitlab.user" -}}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "limitlab.fullname" . }}
