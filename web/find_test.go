@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -118,6 +119,7 @@ func TestBrowserFindChartFills(t *testing.T) {
 	if len(seen) < 3 || seen[len(seen)-1] < 3 {
 		t.Errorf("the chart drew %v points as the search went, want it to fill one probe at a time", seen)
 	}
+	settled(t, ctx)
 	if err := writeShot(t, "find.png", run(t, ctx, chromedp.FullScreenshot(100))); err != nil {
 		t.Error(err)
 	}
@@ -200,9 +202,22 @@ func TestBrowserSearchesBothInTurn(t *testing.T) {
 	if answer := liveText(t, ctx, `[data-testid="find-answer"]`); !strings.Contains(answer, "--memory") {
 		t.Errorf("the second turn's answer: %q", answer)
 	}
+	settled(t, ctx)
 	if err := writeShot(t, "find-in-turn.png", run(t, ctx, chromedp.FullScreenshot(100))); err != nil {
 		t.Error(err)
 	}
+}
+
+// settled waits until a search's page has stopped fetching its live part
+// (the search is over) and the document has its width, before a
+// screenshot of the whole page: CI once caught the page with none ("Cannot
+// take screenshot with 0 width") right after the answer came.
+func settled(t *testing.T, ctx context.Context) {
+	t.Helper()
+	enginetest.WaitFor(t, 30*time.Second, "the search's page to settle", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("find-live")?.dataset.state !== "running" && document.documentElement.getBoundingClientRect().width > 0 && document.readyState === "complete"`))
+		return err == nil && ok
+	})
 }
 
 // TestASecondSearchIsRefused: a participant runs one search at a time; a
