@@ -19,6 +19,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
 )
@@ -80,18 +81,13 @@ func setup() (*client.Client, string, engine.HostInfo, error) {
 			return nil, "", engine.HostInfo{}, err
 		}
 	}
-	img, err := engine.EnsureImage(ctx, c, bin, slog.Default())
-	if err != nil {
-		return nil, "", engine.HostInfo{}, err
-	}
-	h, err := engine.ProbeHost(ctx, c, "/sys/fs/cgroup")
+	h, img, err := testbed.Prepare(ctx, c, bin)
 	if err != nil {
 		return nil, "", engine.HostInfo{}, err
 	}
 	if want := os.Getenv("LIMITLAB_EXPECT_CGROUP"); want != "" && want != h.CgroupVersion {
 		return nil, "", engine.HostInfo{}, fmt.Errorf("the engine at %s runs cgroup v%s; these tests expect v%s", c.DaemonHost(), h.CgroupVersion, want)
 	}
-	engine.ProbeIO(ctx, c, &h, img, slog.Default())
 	return c, img, h, nil
 }
 

@@ -67,16 +67,20 @@ func (e *Engine) Probe(ctx context.Context) (engine.HostInfo, error) {
 		kn.MemTotal = q.Value()
 	}
 	kn.CgroupRoot, kn.CgroupVersion, kn.Local = localCgroups(e.c.cfg.CgroupRoot)
+	here := thisMachine(n)
 	switch {
-	case e.c.cfg.ViaSampler || !thisMachine(n) || !kn.Local:
+	case e.c.cfg.ViaSampler || !here || !kn.Local:
 		// Another machine's node (kubelet's boot id is not this one's),
 		// or this machine's seen from a pod of its own, whose cgroup
 		// namespace hides the node's pods: the node's sampler reads the
 		// pods' cgroup files.
 		smp, err := e.sampler.locate(ctx, n.Name)
 		if err != nil {
-			where := "is not the machine the server runs on"
-			if thisMachine(n) {
+			where := "is to be read through its sampler"
+			switch {
+			case !here:
+				where = "is not the machine the server runs on"
+			case !kn.Local:
 				where = fmt.Sprintf("shows no pod cgroups (kubepods) under %s", e.c.cfg.CgroupRoot)
 			}
 			return engine.HostInfo{}, fmt.Errorf("kube: node %s %s, and its sampler does not answer: %w", n.Name, where, err)
