@@ -16,6 +16,12 @@ export function showSteps(view) {
     if (value) value.textContent = s.value_text || "";
     const hint = li.querySelector("[data-hint]");
     if (hint) hint.hidden = !(s.full && !s.holds) || s.state === "done";
+    // A step the run ended on before it was done says why.
+    const outcome = li.querySelector("[data-outcome]");
+    if (outcome) {
+      outcome.textContent = s.outcome || "";
+      outcome.hidden = !s.outcome;
+    }
     const button = li.querySelector("button.make-change");
     if (button) button.disabled = s.changed || s.state !== "active" || view.ended;
   }

@@ -50,6 +50,34 @@ func Parse(data []byte) (Spec, Errors) {
 	return spec, nil
 }
 
+// ParseRecorded decodes a spec as a run recorded it (an export's): a lab's
+// run names its lab beside the lab's lanes. It stays that lab's run when
+// the lab here has the same lanes, and is a custom run of those lanes
+// otherwise; either way the lanes are checked as a client's are.
+func ParseRecorded(data []byte) (Spec, Errors) {
+	raw, errs := decodeRaw(data)
+	if errs != nil || raw.Lab == "" {
+		return Parse(data)
+	}
+	id := raw.Lab
+	raw.Lab = ""
+	spec, errs := lanesOf(raw, nil)
+	if errs == nil {
+		errs = RefuseImages(spec)
+	}
+	if errs != nil {
+		return spec, errs
+	}
+	if lab, ok := LabByID(id); ok {
+		mine, _ := json.Marshal(lab.LabSpec().Lanes)
+		theirs, _ := json.Marshal(spec.Lanes)
+		if bytes.Equal(mine, theirs) {
+			spec.Lab = id
+		}
+	}
+	return spec, nil
+}
+
 // parseCustom parses a spec that must not name a lab: a lab's own.
 func parseCustom(data []byte) (Spec, Errors) {
 	raw, errs := decodeRaw(data)

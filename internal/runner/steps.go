@@ -11,6 +11,9 @@ const (
 	StepWaiting = "waiting" // an earlier step is not done yet
 	StepActive  = "active"
 	StepDone    = "done"
+	// StepUnfinished is a step the run ended on before it was done; its
+	// view's Outcome says how far it came.
+	StepUnfinished = "unfinished"
 )
 
 // stepState is where one of a guided lab's steps is; guarded by Run.mu.
@@ -46,6 +49,10 @@ type StepView struct {
 	// full: "(now 62%)", "(now 1.5 ms/s)", "(now 0.503)".
 	ValueText string  `json:"value_text,omitempty"`
 	DoneAt    float64 `json:"done_at,omitempty"`
+	// Outcome says, of a step the run ended on before it was done, why it
+	// was not: never reached, its change never made, its check never
+	// judged, or judged and never holding.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // valueText is a step's last measured value in words, once its check's
@@ -133,15 +140,40 @@ func (g *guide) changed(lanes []*laneState, lane int, applied experiments.Resour
 	}
 }
 
-// views are the steps for the run's view.
-func (g *guide) views() []StepView {
+// views are the steps for the run's view; once the run has ended, a step
+// it ended on before it was done is unfinished, and says why.
+func (g *guide) views(ended bool) []StepView {
 	out := viewsOf(g.steps)
 	for k := range out {
 		st := g.states[k]
 		out[k].Changed, out[k].State, out[k].Full, out[k].Holds, out[k].Value, out[k].DoneAt = st.changed, st.state, st.full, st.holds, st.value, st.doneAt
 		out[k].ValueText = valueText(out[k].Metric, st.full, st.value)
+		if ended {
+			Unfinish(&out[k])
+		}
 	}
 	return out
+}
+
+// Unfinish marks a step that is not done, of a run that has ended, as
+// unfinished, with why: a page that kept it "in progress" would say the
+// run could still tick it.
+func Unfinish(v *StepView) {
+	switch {
+	case v.State == StepDone || v.State == StepUnfinished:
+		return
+	case v.State == StepWaiting:
+		v.Outcome = "Not reached: the run ended before the steps above it were done."
+	case v.Change != "" && !v.Changed:
+		v.Outcome = "Not acted on: the run ended before this step's change (" + v.Change + ") was made."
+	case v.Check != "" && !v.Full:
+		v.Outcome = "Not judged: the run ended before this step's check had a full window of samples."
+	case v.ValueText != "":
+		v.Outcome = "Did not hold: the check was still false when the run ended " + v.ValueText + "."
+	default:
+		v.Outcome = "Did not hold: the check was still false when the run ended."
+	}
+	v.State = StepUnfinished
 }
 
 // StepViews are a plan's steps as a run that has not begun them shows

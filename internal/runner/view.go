@@ -132,6 +132,10 @@ type ResizeRecord struct {
 	Restarts  int32                    `json:"restarts"`
 	Applied   experiments.PodResources `json:"applied"`
 	QoS       string                   `json:"qos"`
+	// SettledAt is when kubelet settled a resize it had left in progress
+	// or deferred when the change was answered (run seconds; 0: it was
+	// settled then, or never).
+	SettledAt float64 `json:"settled_at,omitempty"`
 }
 
 // EventRecord is an engine event on a lane: "oom" when the kernel's OOM
@@ -267,7 +271,7 @@ func (r *Run) viewLocked() RunView {
 		Missing:     r.env.Host.Samples.Missing,
 		PhaseBounds: r.bounds, Verdict: s.verdict, VerdictMetric: verdictMetric(r.plan),
 		Changes: append([]ChangeRecord{}, s.changes...), Events: append([]EventRecord{}, s.events...),
-		Steps: s.guide.views(), Series: r.series, Sampling: s.jitter.view(r.interval),
+		Steps: s.guide.views(s.state.Ended()), Series: r.series, Sampling: s.jitter.view(r.interval),
 		Noise: ptrTo(noiseOf(s.host, s.quiet, r.env.Host.ReadsHostLoad())),
 		Start: startView(s.lanes),
 	}

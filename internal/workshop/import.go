@@ -71,7 +71,7 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 	if len(v.Steps) == len(steps) {
 		for k, s := range v.Steps {
 			switch s.State {
-			case runner.StepWaiting, runner.StepActive, runner.StepDone:
+			case runner.StepWaiting, runner.StepActive, runner.StepDone, runner.StepUnfinished:
 				steps[k].State = s.State
 			}
 			if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {
@@ -79,6 +79,19 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 			}
 			steps[k].Changed, steps[k].Full, steps[k].Holds = s.Changed, s.Full, s.Holds
 			steps[k].DoneAt = min(max(s.DoneAt, 0), plan.Duration.Seconds())
+		}
+		// An imported run has ended: a step not done is unfinished, in
+		// this server's words from where it stood (the first not done was
+		// active, those after it waiting).
+		reached := true
+		for k := range steps {
+			if steps[k].State != runner.StepDone {
+				steps[k].State = runner.StepWaiting
+				if reached {
+					steps[k].State, reached = runner.StepActive, false
+				}
+				runner.Unfinish(&steps[k])
+			}
 		}
 	}
 	v.Steps = steps

@@ -185,7 +185,7 @@ func (im *importer) decodeRun() error {
 	if err != nil {
 		return err
 	}
-	spec, errs := experiments.Parse(raw)
+	spec, errs := experiments.ParseRecorded(raw)
 	if errs != nil {
 		return invalid("import: the run's spec: %w", errs)
 	}

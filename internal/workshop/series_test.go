@@ -170,3 +170,62 @@ func TestFakeGuidedStepsFollowChanges(t *testing.T) {
 	}
 	ended(t, r)
 }
+
+// TestFakeGuidedStepsUnfinishedAtTheEnd: a guided run stopped after its
+// first step shows its second as unfinished, not acted on, and an export
+// imports the same.
+func TestFakeGuidedStepsUnfinishedAtTheEnd(t *testing.T) {
+	lab := `{"id": "fake-guided-left", "title": "Fake guided", "topic": "cpu",
+	  "steps": [
+	    {"prompt": "Halve it", "change": {"lane": "a", "limits": {"cpus": "0.5"}}},
+	    {"prompt": "Quarter it", "change": {"lane": "a", "limits": {"cpus": "0.25"}}}
+	  ],
+	  "spec": {"name": "guided", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "1"}}]}}`
+	l, broken := experiments.ParseLabFile("fake.json", []byte(lab))
+	if broken != nil {
+		t.Fatal(broken)
+	}
+	prev := experiments.Current()
+	experiments.Install(experiments.NewCatalog([]experiments.Lab{l}, nil))
+	t.Cleanup(func() { experiments.Install(prev) })
+
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, Store: fakeStore(t)})
+	r, err := fakeSubmit(t, m, "ann", `{"lab": "fake-guided-left"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane never ran")
+		}
+	}
+	if _, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{CPUs: "0.5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(r.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, r)
+	check := func(from string, steps []runner.StepView) {
+		t.Helper()
+		if len(steps) != 2 || steps[0].State != runner.StepDone || steps[1].State != runner.StepUnfinished ||
+			!strings.HasPrefix(steps[1].Outcome, "Not acted on: the run ended before this step's change (docker update --cpus 0.25") {
+			t.Errorf("%s: steps at the end %+v", from, steps)
+		}
+	}
+	check("the run", r.View().Steps)
+	e, err := m.Archive().Export(r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An export from before unfinished steps: the step still active.
+	e.Run.Steps[1].State, e.Run.Steps[1].Outcome = runner.StepActive, ""
+	id, err := m.Archive().ImportExport(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := m.Archive().View(id)
+	check("the import", v.Steps)
+}
