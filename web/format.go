@@ -23,6 +23,9 @@ func resizeText(r runner.ResizeRecord) string {
 	if r.State != engine.ResizeDone {
 		s = fmt.Sprintf("%s: %s; still %s", resizeStateText(r.State), r.Message, s)
 	}
+	if r.SettledAt > 0 {
+		s += fmt.Sprintf("; kubelet settled it at %.1f s", r.SettledAt)
+	}
 	if r.Restarts > 0 {
 		s += fmt.Sprintf("; the container restarted %d times", r.Restarts)
 	}

@@ -33,7 +33,30 @@ func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engin
 	if _, err := pods.Patch(ctx, id, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "limitlab"}, "resize"); err != nil {
 		return out, err
 	}
-	err := poll(ctx, "pod "+id+" resized", resizeTimeout, func(ctx context.Context) (bool, error) {
+	err := p.awaitResize(ctx, id, to, resizeTimeout, false, &out)
+	if err != nil && out.State == engine.ResizeInProgress {
+		// Still in progress: the record says so, with kubelet's words.
+		return out, nil
+	}
+	return out, err
+}
+
+// AwaitResize follows a resize that Resize left in progress or deferred
+// until kubelet has applied it, found it infeasible or failed at it, or
+// ctx ends (the lane's end): kubelet retries a deferred resize and may
+// finish one in progress long after the first wait.
+func (p *Pods) AwaitResize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
+	out := engine.Resized{Command: experiments.ResizeCommand(id, Container, to)}
+	err := p.awaitResize(ctx, id, to, 24*time.Hour, true, &out)
+	return out, err
+}
+
+// awaitResize polls the pod until kubelet's word on the resize to to is
+// no longer in progress (nor deferred, with pastDeferral), or timeout,
+// filling out.
+func (p *Pods) awaitResize(ctx context.Context, id string, to experiments.Pod, timeout time.Duration, pastDeferral bool, out *engine.Resized) error {
+	pods := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace)
+	return poll(ctx, "pod "+id+" resized", timeout, func(ctx context.Context) (bool, error) {
 		pod, err := pods.Get(ctx, id, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -43,13 +66,8 @@ func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engin
 			out.Restarts = st.RestartCount
 			out.Applied = actual(st)
 		}
-		return out.State != engine.ResizeInProgress, nil
+		return out.State != engine.ResizeInProgress && !(pastDeferral && out.State == engine.ResizeDeferred), nil
 	})
-	if err != nil && out.State == engine.ResizeInProgress {
-		// Still in progress: the record says so, with kubelet's words.
-		return out, nil
-	}
-	return out, err
 }
 
 // resizeState is kubelet's word on a resize to want: a pending or in

@@ -14,6 +14,9 @@ import (
 // kubelet's word on it, and reports it.
 type Resizer interface {
 	Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
+	// AwaitResize follows a resize Resize left in progress or deferred
+	// until kubelet settles it or ctx ends.
+	AwaitResize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
 }
 
 // resize is r.UpdateLimits for a pod lane: the change, in Docker flags that
@@ -81,7 +84,10 @@ func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiment
 		Restarts: res.Restarts, Applied: now.Requested(), QoS: now.QoS,
 	}}
 	if res.State != engine.ResizeDone {
-		return r.changed(rec, nil, nil), nil
+		// kubelet has not settled it: the run follows it to the end.
+		rec = r.changed(rec, nil, nil)
+		go r.followResize(rz, rec, id, *pod, next)
+		return rec, nil
 	}
 	return r.changed(rec, &applied, &now), nil
 }

@@ -121,15 +121,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 // prediction follow.
 func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *experiments.Pod) ChangeRecord {
 	lane := rec.Lane
-	r.mu.Lock()
-	rd := r.st.lanes[lane].reader
-	r.mu.Unlock()
-	var kernel *engine.KernelView
-	if rd != nil && applied != nil {
-		engine.Refresh(rd)
-		kv := engine.ReadKernelView(r.env.Host, rd, *applied, pod)
-		kernel = &kv
-	}
+	rd, kernel := r.readKernel(lane, applied, pod)
 	r.mu.Lock()
 	rec.AtSeconds = time.Since(r.st.start).Seconds()
 	l := r.st.lanes[lane]
@@ -147,4 +139,19 @@ func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *exp
 	r.mu.Unlock()
 	r.update(func(s *runState) { s.expect(r.plan, r.env.Host.ModelHost()) })
 	return rec
+}
+
+// readKernel reads back from a lane's cgroup files the limits it now has
+// (nil: none to read), and says which reader it read them through: the
+// lane keeps the view only while that reader is still its own.
+func (r *Run) readKernel(lane int, applied *experiments.Resources, pod *experiments.Pod) (engine.Reader, *engine.KernelView) {
+	r.mu.Lock()
+	rd := r.st.lanes[lane].reader
+	r.mu.Unlock()
+	if rd == nil || applied == nil {
+		return rd, nil
+	}
+	engine.Refresh(rd)
+	kv := engine.ReadKernelView(r.env.Host, rd, *applied, pod)
+	return rd, &kv
 }
