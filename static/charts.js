@@ -3,8 +3,8 @@
 // model's expectation dotted, the run's moments marked, and a zoom of the
 // CPU and throttling charts onto one second of a lane.
 import { laneColour } from "./colours.js";
-import { fmt, zoomWindow, spread, tipLines, shortTitle } from "./chartmath.js";
-import { shownMetrics, zoomable } from "./metrics.js";
+import { fmt, zoomWindow, spread, tipLines, shortTitle, studiedCharts, notable } from "./chartmath.js";
+import { shownMetrics, signalFirst, zoomable } from "./metrics.js";
 import { downloadPNG } from "./png.js";
 
 // pageLegend is the one legend of a run's charts: each lane's colour and
@@ -62,19 +62,31 @@ function showTip(u, tip, m, lanes) {
   tip.style.top = `${Math.max(0, u.cursor.top - tip.offsetHeight - 8)}px`;
 }
 
-// foldEmpty names the charts with nothing to draw on one line.
-function foldEmpty(line, empty) {
-  line.hidden = empty.length === 0;
-  line.replaceChildren(document.createTextNode(empty.length ? "Nothing to draw yet: " : ""));
-  empty.forEach((m, i) => {
-    const name = document.createElement("span");
-    name.className = "folded";
-    name.textContent = shortTitle(m.title);
-    name.title = m.empty;
-    name.dataset.key = m.key;
-    if (i > 0) line.appendChild(document.createTextNode(", "));
-    line.appendChild(name);
-  });
+// foldEmpty names the folded charts on one line: those with nothing to
+// draw, then those the run does not study in which nothing notable
+// happened. A click on a name unfolds its chart.
+function foldEmpty(line, empty, quiet, unfold) {
+  line.hidden = empty.length + quiet.length === 0;
+  line.replaceChildren();
+  const group = (label, list, why) => {
+    if (!list.length) return;
+    if (line.childNodes.length) line.appendChild(document.createTextNode(". "));
+    line.appendChild(document.createTextNode(label));
+    list.forEach((c, i) => {
+      const name = document.createElement("button");
+      name.type = "button";
+      name.className = "folded";
+      name.textContent = shortTitle(c.m.title);
+      name.title = why(c);
+      name.dataset.key = c.m.key;
+      name.addEventListener("click", () => unfold(c));
+      if (i > 0) line.appendChild(document.createTextNode(", "));
+      line.appendChild(name);
+    });
+  };
+  group("Nothing to draw yet: ", empty, (c) => c.m.empty);
+  group("Nothing notable, not what this run studies: ", quiet,
+    (c) => `At most ${fmt(c.peak, c.m.digits)}${c.peakLimit ? ` against a limit of ${fmt(c.peakLimit, c.m.digits)}` : ""}: no lane came near its limit or did more than its start needed. Click to draw it.`);
 }
 
 // createCharts draws the charts of a run into el; getRun is the run's
@@ -122,6 +134,9 @@ export function createCharts(el, runID, getRun) {
     ctx.restore();
   };
 
+  // The charts the run is about are drawn once they have a value; the
+  // others only once something notable happens in them (chartmath.js).
+  const studied = studiedCharts(first, signalFirst[first.verdict_metric] || []);
   const charts = shownMetrics(first).map((m) => {
     const box = document.createElement("div");
     box.className = "chart";
@@ -182,7 +197,7 @@ export function createCharts(el, runID, getRun) {
     png.addEventListener("click", () => downloadPNG(u, `${getRun().name}: ${m.title}`, getRun().lanes, `limitlab-${runID}-${m.key}.png`));
     // nonzero counts the lanes' values above zero: a chart with none has
     // nothing to show (data-nonzero, for the tests).
-    return { m, u, data, box, nonzero: 0 };
+    return { m, u, data, box, nonzero: 0, studied: studied.has(m.key), notable: false, shown: false, peak: 0, peakLimit: 0 };
   });
 
   // The host band: what else used the CPUs while the run ran (other work
@@ -232,9 +247,16 @@ export function createCharts(el, runID, getRun) {
         c.u.setData(c.data, !zoomed);
         if (zoomed) showZoom(c);
         c.box.dataset.nonzero = String(c.nonzero);
-        c.box.classList.toggle("empty", c.nonzero === 0 && xs.length > 0);
+        const empty = c.nonzero === 0 && xs.length > 0;
+        const quiet = !empty && !c.studied && !c.notable && !c.shown;
+        c.box.classList.toggle("empty", empty);
+        c.box.classList.toggle("quiet", quiet);
       });
-      foldEmpty(folded, charts.filter((c) => c.box.classList.contains("empty")).map((c) => c.m));
+      foldEmpty(folded, charts.filter((c) => c.box.classList.contains("empty")),
+        charts.filter((c) => c.box.classList.contains("quiet")), (c) => {
+          c.shown = true;
+          redraw();
+        });
       el.dataset.points = String(xs.length);
       if (host) {
         host.u.setData(host.data);
@@ -256,7 +278,10 @@ export function createCharts(el, runID, getRun) {
           const v = s ? c.m.get(s) : null;
           c.data[1 + i].push(v);
           if (v > 0) c.nonzero++;
-          if (c.m.limit) c.data[1 + n + i].push(s ? c.m.limit(l) : null);
+          const limit = s && c.m.limit ? c.m.limit(l) : null;
+          if (v > c.peak) [c.peak, c.peakLimit] = [v, limit];
+          if (!c.notable && !c.studied) c.notable = notable(c.m.key, v, limit, s ? s.t - (l.started_at || 0) : 0);
+          if (c.m.limit) c.data[1 + n + i].push(limit);
           if (c.m.expected) c.data[1 + 2 * n + i].push(s ? c.m.expected(l) : null);
         });
       });

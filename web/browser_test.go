@@ -121,30 +121,32 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 		const drawn = Array.from(document.querySelectorAll('.chart.empty')).filter((c) => c.offsetParent !== null).map((c) => "drawn " + c.dataset.testid);
 		return [l.hidden ? "hidden" : "shown", ...drawn, ...Array.from(l.querySelectorAll('.folded')).map((s) => "chart-" + s.dataset.key + ": " + s.title)]; })()`))
 	// One legend for the page, none under the lanes' charts; hovering the
-	// CPU chart shows its lanes' values at that instant in a tooltip.
+	// memory chart shows its lanes' values at that instant in a tooltip.
 	legends := run(t, ctx, chromedp.Evaluate[[]int](`[document.querySelectorAll('[data-testid="chart-legend"]').length, document.querySelectorAll('.chart:not(.host-band) .u-legend').length, document.querySelectorAll('[data-testid="chart-legend"] .legend-lane').length]`))
-	box := run(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('[data-testid="chart-cpu"] .u-over').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
+	box := run(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('[data-testid="chart-mem"] .u-over').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
 	if err := chromedp.Do(ctx,
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]-5, box[1]),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0], box[1]),
-		void(chromedp.Poll[bool](`!document.querySelector('[data-testid="tip-cpu"]').hidden`, chromedp.WithPollingTimeout(10*time.Second))),
+		void(chromedp.Poll[bool](`!document.querySelector('[data-testid="tip-mem"]').hidden`, chromedp.WithPollingTimeout(10*time.Second))),
 	); err != nil {
-		t.Fatalf("hovering the CPU chart: %v", err)
+		t.Fatalf("hovering the memory chart: %v", err)
 	}
-	tip := liveText(t, ctx, `[data-testid="tip-cpu"]`)
+	tip := liveText(t, ctx, `[data-testid="tip-mem"]`)
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 	if legends[0] != 1 || legends[1] != 0 || legends[2] != 3 {
 		t.Errorf("%d page legends with %d lanes, %d legends under lane charts; want one with 3, and none", legends[0], legends[2], legends[1])
 	}
 	if !strings.Contains(tip, " s") || !(strings.Contains(tip, "memory=64m: ") || strings.Contains(tip, "512m, reservation 128m: ")) {
-		t.Errorf("the CPU chart's tooltip says %q, want the instant and the lanes' values", tip)
+		t.Errorf("the memory chart's tooltip says %q, want the instant and the lanes' values", tip)
 	}
 
 	// memory-oom does no block IO: its IO charts are folded to a line
-	// saying what would fill them; its CPU and memory charts are drawn.
+	// saying what would fill them. Its memory chart, what it studies, is
+	// drawn; its pids, under no limit of its own and a few processes, are
+	// folded as not notable, and so is its CPU if it used little.
 	folded := strings.Join(empty, "\n")
 	if empty[0] != "shown" || strings.Contains(folded, "drawn ") || !strings.Contains(folded, "chart-io-write: No block IO written: a disk-write lane") ||
-		strings.Contains(folded, "chart-cpu") || strings.Contains(folded, "chart-mem:") {
+		strings.Contains(folded, "chart-cpu: No CPU used") || strings.Contains(folded, "chart-mem:") || !strings.Contains(folded, "chart-pids: At most") {
 		t.Errorf("folded charts: %q", empty)
 	}
 	if n, _ := strconv.Atoi(points.Value); n < 4 {
@@ -233,8 +235,19 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 	// with nothing to draw into one line.
 	order := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="charts"] .chart:not(.host-band)')).map((c) => c.dataset.testid)`))
 	folded := liveText(t, ctx, `[data-testid="empty-charts"]`)
+	drawn := run(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="charts"] .chart:not(.host-band)')).filter((c) => c.offsetParent !== null).map((c) => c.dataset.testid)`))
 	if len(order) < 2 || order[0] != "chart-cpu" || order[1] != "chart-throttled" {
 		t.Errorf("charts in the order %q, want the CPU and throttling charts first", order)
+	}
+	// Its lanes set no memory, pids or block IO limit and do nothing
+	// notable there: those charts are folded, named on the line.
+	for _, c := range drawn {
+		if strings.HasPrefix(c, "chart-mem") || strings.HasPrefix(c, "chart-io") || c == "chart-iops" || c == "chart-pids" {
+			t.Errorf("the chart %s of an unlimited, idle resource is drawn (drawn: %q)", c, drawn)
+		}
+	}
+	if len(drawn) == 0 || drawn[0] != "chart-cpu" || !strings.Contains(folded, "Nothing notable, not what this run studies: Memory") {
+		t.Errorf("drawn %q, folded %q", drawn, folded)
 	}
 	// The lab sets no quota: its throttling charts have nothing to draw.
 	if !strings.HasPrefix(folded, "Nothing to draw yet: ") || !strings.Contains(folded, "CFS throttled time") || strings.Contains(folded, "Workload throughput") {

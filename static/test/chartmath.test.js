@@ -1,7 +1,7 @@
 // node --test static/test: the charts' pure sums.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fmt, valueWithLimit, zoomWindow, spread, tipLines, shortTitle } from "../chartmath.js";
+import { fmt, valueWithLimit, zoomWindow, spread, tipLines, shortTitle, studiedCharts, notable, settleSeconds } from "../chartmath.js";
 import { metrics, shownMetrics } from "../metrics.js";
 
 test("fmt gives a dash for no value", () => {
@@ -76,4 +76,33 @@ test("a run draws the charts of its verdict's signal first", () => {
 test("a folded chart goes by its title's first words", () => {
   assert.equal(shortTitle("CFS throttled time (ms per second)"), "CFS throttled time");
   assert.equal(shortTitle("Pids"), "Pids");
+});
+
+test("a run studies the charts of its verdict, its workloads and the limits it sets", () => {
+  const run = { spec: { lanes: [
+    { workload: { kind: "spin" }, limits: { cpus: "0.5" } },
+    { workload: { kind: "disk-write" }, limits: { "device-write-bps": "auto:5mb" } },
+    { workload: { kind: "spin" }, resources: { requests: { memory: "64Mi" } } },
+  ] } };
+  const keys = [...studiedCharts(run, ["throughput"])].sort();
+  assert.deepEqual(keys, ["cpu", "io-pressure", "io-write", "iops", "mem", "memory-pressure", "throttled", "throttled-periods", "throughput"]);
+  // A lane that sets nothing studies its workload's charts only: a
+  // default memory or pids limit of the server's is not the run's.
+  assert.deepEqual([...studiedCharts({ spec: { lanes: [{ workload: { kind: "md5" }, limits: {} }] } }, [])], ["cpu"]);
+});
+
+test("a chart the run does not study is notable near a limit, or past a lane's start above its floor", () => {
+  // 100 MiB under a 1 GiB default is not notable; 600 MiB is.
+  assert.equal(notable("mem", 100, 1024, 10), false);
+  assert.equal(notable("mem", 600, 1024, 10), true);
+  // A container's start reads its program: not notable in its first seconds.
+  assert.equal(notable("io-read", 40, null, 0.5), false);
+  assert.equal(notable("io-read", 40, null, settleSeconds + 1), true);
+  assert.equal(notable("io-read", 0.2, null, settleSeconds + 1), false);
+  // A Go program's dozen threads under a pids limit of 4096.
+  assert.equal(notable("pids", 12, 4096, 20), false);
+  assert.equal(notable("pids", 12, 20, 20), true);
+  assert.equal(notable("throughput", 0.1, null, 0), true);
+  assert.equal(notable("cpu", 0, null, 20), false);
+  assert.equal(notable("cpu", null, null, 20), false);
 });
