@@ -86,9 +86,11 @@ func TestSlowExportReadersTakeNoMemory(t *testing.T) {
 	pid := cmd.Process.Pid
 	lanes := make([]string, 12)
 	for i := range lanes {
-		lanes[i] = `{"workload": {"kind": "spin", "seconds": 30}, "limits": {"cpus": "0.02"}}`
+		lanes[i] = `{"workload": {"kind": "spin", "seconds": 10}, "limits": {"cpus": "0.02"}}`
 	}
-	id := submit(t, base, `{"name": "twelve lanes", "mode": "parallel", "duration": "30s", "interval": "50ms", "lanes": [`+strings.Join(lanes, ",")+`]}`)
+	// Ten seconds make an export of some 1.5 MB, far more than a reader
+	// at 2 KB/s takes before the server's deadline.
+	id := submit(t, base, `{"name": "twelve lanes", "mode": "parallel", "duration": "10s", "interval": "50ms", "lanes": [`+strings.Join(lanes, ",")+`]}`)
 	var v runner.RunView
 	waitEnded(t, base, id, 3*time.Minute, &v)
 	res, err := http.Get(base + "/api/runs/" + id + "/export")
@@ -101,7 +103,7 @@ func TestSlowExportReadersTakeNoMemory(t *testing.T) {
 		t.Fatalf("the export: %d, %d bytes, valid JSON %v", res.StatusCode, len(whole), json.Valid(whole))
 	}
 	before := serverRSS(t, pid)
-	t.Logf("a 12-lane run of 30 s at 50 ms: its export is %.1f MB; the server holds %.0f MiB", float64(len(whole))/1e6, before)
+	t.Logf("a 12-lane run of 10 s at 50 ms: its export is %.1f MB; the server holds %.0f MiB", float64(len(whole))/1e6, before)
 
 	addr := strings.TrimPrefix(base, "http://")
 	type outcome struct {

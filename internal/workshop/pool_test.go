@@ -265,26 +265,26 @@ func TestPoolIOLabGetsItsEnginesDevice(t *testing.T) {
 	}
 }
 
-// An engine too slow to answer its probes for 40 s (its daemon paused,
+// An engine too slow to answer its probes for 30 s (its daemon paused,
 // its containers running on) keeps its run: the run finishes with its lane
 // intact, or ends interrupted saying why; it is never reported done with a
 // lane the server killed, and the engine is not made ready under it.
 func TestPoolEnginePausedMidRun(t *testing.T) {
 	m, ds := startPool(t, []string{"ph"}, nil)
-	r := submit(t, m, "alice", `{"name": "long", "duration": "120s", "lanes": [{"name": "spin", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "0.25"}}]}`)
+	r := submit(t, m, "alice", `{"name": "long", "duration": "120s", "lanes": [{"name": "spin", "workload": {"kind": "spin", "seconds": 45}, "limits": {"cpus": "0.25"}}]}`)
 	enginetest.WaitFor(t, time.Minute, "the run sampled", func() bool { return samplesIn(history(r.Hub())) > 4 })
 	ds["ph"].Pause()
 	paused := time.Now()
 	enginetest.WaitFor(t, time.Minute, "the engine seen unresponsive", func() bool { return m.Engines()[0].State == workshop.EngineUnresponsive })
-	time.Sleep(time.Until(paused.Add(40 * time.Second)))
+	time.Sleep(time.Until(paused.Add(30 * time.Second)))
 	ds["ph"].Resume()
 	t.Logf("paused for %s", time.Since(paused).Round(time.Second))
 	v := waitDone(t, r, 2*time.Minute)
 	l := v.Lanes[0]
 	switch v.State {
 	case runner.StateDone:
-		if l.ExitCode == nil || *l.ExitCode != 0 || l.WallSeconds < 55 {
-			t.Errorf("the run is done, but its lane exited %v after %.1f s of 60", l.ExitCode, l.WallSeconds)
+		if l.ExitCode == nil || *l.ExitCode != 0 || l.WallSeconds < 42 {
+			t.Errorf("the run is done, but its lane exited %v after %.1f s of 45", l.ExitCode, l.WallSeconds)
 		}
 	case runner.StateInterrupted:
 		if v.Error == "" {
