@@ -53,7 +53,7 @@ generate:
 RACE_PKGS := ./internal/experiments/... ./internal/workload/... ./internal/hub ./internal/store ./internal/engine/enginefake ./internal/benchdoc ./internal/labfiles ./internal/kube
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -skip '^TestGeneratorAgreesWithVegeta$$' $(RACE_PKGS)
-	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure)' ./internal/engine
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestCalculate|TestMakeSample|TestCgroupFiles|TestCountersFromEngine|TestPressure|TestCapabilities)' ./internal/engine
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestFake|TestEngine|TestFairQueue|TestQuota|TestStreamCache|TestCSVText|TestRoom)' ./internal/workshop
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestVerdictsNeedingAMissingSignal|TestOneTickerForAllRuns|TestContended|TestAReadingWhoseCountersFell|TestFakeAWaitIsBoundedFromTheLanesStart|TestAResizeInProgressIsFollowedToItsEnd|TestStepsUnfinishedAtTheEnd)' ./internal/runner
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run '^(TestSamplerRefusesBadRequests|TestSamplerOverTLS|TestCountersRoundTrip)$$' ./internal/sampler

@@ -82,9 +82,9 @@ func homePage(host engine.HostInfo, cat *experiments.Catalog, runs []runner.RunV
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(host.CgroupVersion)
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(host.Cgroup.String())
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 22, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 22, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -97,7 +97,7 @@ func homePage(host engine.HostInfo, cat *experiments.Catalog, runs []runner.RunV
 			var templ_7745c5c3_Var6 string
 			templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(host.CgroupDriver)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 22, Col: 111}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `home.templ`, Line: 22, Col: 113}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 			if templ_7745c5c3_Err != nil {
@@ -183,7 +183,7 @@ func homePage(host engine.HostInfo, cat *experiments.Catalog, runs []runner.RunV
 					return templ_7745c5c3_Err
 				}
 			}
-			for _, u := range unsupportedLimits(host.Limits) {
+			for _, u := range unsupportedLimits(host.Caps.ByField()) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<div class=\"warn\" data-testid=\"unsupported-limit\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

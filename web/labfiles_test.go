@@ -72,8 +72,8 @@ func TestFacilitatorLabs(t *testing.T) {
 			t.Errorf("the host banner says %q %d times", reason, n)
 		}
 	}
-	if lim := m.Host().Limits; !lim["blkio-weight"].Supported && lim["blkio-weight"] == lim["blkio-weight-device"] && !strings.Contains(home, "blkio-weight, blkio-weight-device: ") {
-		t.Errorf("both weights are discarded for one reason, %q, yet the banner does not name them together", lim["blkio-weight"].Reason)
+	if c := m.Host().Caps; !c.BlkioWeight.Supported && c.BlkioWeight == c.BlkioWeightDevice && !strings.Contains(home, "blkio-weight, blkio-weight-device: ") {
+		t.Errorf("both weights are discarded for one reason, %q, yet the banner does not name them together", c.BlkioWeight.Reason)
 	}
 	// The facilitator's topic comes after the built-in ones, its lab under it.
 	if k, j, lab := strings.Index(home, `data-testid="topic-kubernetes"`), strings.Index(home, `data-testid="topic-jvm"`), strings.Index(home, `data-testid="lab-jvm-heap"`); k < 0 || j < k || lab < j {

@@ -36,7 +36,7 @@ func TestV2ExportAPressureRun(t *testing.T) {
 	}
 	srv, m := newServer(t)
 	if !m.Host().HasPressure() {
-		t.Fatalf("the engine here has no PSI to record (cgroup v%s, %s)", m.Host().CgroupVersion, m.Host().StatsNote)
+		t.Fatalf("the engine here has no PSI to record (cgroup v%s, %s)", m.Host().Cgroup, m.Host().StatsNote)
 	}
 	id := startRun(t, srv.URL, pressureRun)
 	if v := waitEndedWithin(t, srv.URL, id, 4*time.Minute); v.State != runner.StateDone {

@@ -74,10 +74,6 @@ func run(ctx context.Context) error {
 	if _, err := eng.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("no Docker engine answers at %s: %w", eng.DaemonHost(), err)
 	}
-	host, err := engine.ProbeHost(ctx, eng, "/sys/fs/cgroup")
-	if err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -87,7 +83,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	// Block IO labs need the probe's word on weights and throttles.
-	engine.ProbeIO(ctx, eng, &host, image, log)
+	host, err := engine.ProbeHost(ctx, eng, engine.HostProbe{CgroupRoot: "/sys/fs/cgroup", Image: image, Log: log})
+	if err != nil {
+		return err
+	}
 	mgr := workshop.NewManager(eng, workshop.Options{Image: image, Host: host, Log: log})
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -97,7 +96,7 @@ func run(ctx context.Context) error {
 
 	var table bytes.Buffer
 	fmt.Fprintf(&table, "Measured on %s: Docker %s (API %s), cgroup v%s, %d CPUs, kernel %s; %d runs of each lab, one after another.\n\n",
-		time.Now().UTC().Format("2006-01-02"), host.EngineVersion, host.APIVersion, host.CgroupVersion, host.NCPU, host.Kernel, *runs)
+		time.Now().UTC().Format("2006-01-02"), host.EngineVersion, host.APIVersion, host.Cgroup, host.NCPU, host.Kernel, *runs)
 	table.WriteString("Each row is one figure the lab's verdict compares, named by its metric: wall time or CPU relative to the first lane, a phase's rate relative to the first phase, a lane's share of its CPUs' time throttled, or an IO rate against its limit. The host load is each run's foreign load and steal, in cores, while it ran.\n\n")
 	table.WriteString("*Against 5%* is the farthest of the runs from the prediction, against the 5% every lab aims at: relative for a ratio, in absolute points for a share of time throttled or a prediction of (almost) nothing. A row past 5% says whether its lab gives the reason for its wider tolerance (`tolerance_why`, which its verdict prints).\n\n")
 	table.WriteString("| lab | metric | row | predicted | measured median | spread (min–max) | deviation | against 5% | verdicts passed | host load per run |\n")

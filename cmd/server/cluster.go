@@ -48,7 +48,7 @@ func prepareCluster(ctx context.Context, cl *kube.Engine, image string, st *stor
 	}
 	k := host.Kube
 	log.Info("kubernetes node", slog.String("node", k.Node), slog.String("kubelet", k.KubeletVersion),
-		slog.String("runtime", k.Runtime), slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("image", image),
+		slog.String("runtime", k.Runtime), slog.String("cgroup", host.Cgroup.String()), slog.Int("cpus", host.NCPU), slog.String("image", image),
 		slog.String("cpu_manager", string(k.CPUManager)), slog.String("cpu_manager_probe", k.CPUManagerNote))
 	if err := workshop.ReapLeftovers(ctx, cl, st, instance, log); err != nil {
 		return host, "", err

@@ -74,39 +74,33 @@ func samplerClient(a *engine.SamplerAddress) (*sampler.Client, error) {
 // the workload image there, probes its block IO control with a container,
 // and removes what an earlier life of this server left on it.
 func prepareEngine(ctx context.Context, eng engine.Engine, smp *sampler.Client, cgroupRoot, bin string, images []string, st *store.Store, dataDir, instance string, log *slog.Logger) (engine.HostInfo, string, error) {
-	host, err := engine.ProbeHost(ctx, eng, cgroupRoot)
-	if err != nil {
-		return host, "", err
-	}
+	var src engine.CgroupSource
 	if smp != nil {
 		if err := smp.Ping(ctx); err != nil {
-			return host, "", err
+			return engine.HostInfo{}, "", err
 		}
+		src = smp
 	}
-	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
-		slog.String("cgroup", host.CgroupVersion), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource))
 	image, err := engine.EnsureImage(ctx, eng, bin, log)
 	if err != nil {
-		return host, "", err
+		return engine.HostInfo{}, "", err
 	}
 	if old, err := store.SwapImage(dataDir, image); err != nil {
 		log.Warn("workload image", slog.Any("err", err))
 	} else if old != "" {
 		engine.RemoveOldImage(ctx, eng, old, log)
 	}
-	// A facilitator's images are looked for, never pulled.
-	engine.ProbeImages(ctx, eng, &host, images, log)
-	// Block IO control is decided by what a probe container is given.
-	engine.ProbeIO(ctx, eng, &host, image, log)
-	w, th := host.IOWeight(), host.IOThrottle()
-	log.Info("block IO", slog.Bool("weights", w.Supported), slog.String("weights_why", w.Reason),
-		slog.Bool("throttles", th.Supported), slog.String("throttles_why", th.Reason))
-	if smp != nil {
-		// After the IO probe, which reads its container's files here when
-		// it can see them (and the workloads' progress files with them).
-		host.UseSampler(smp)
-		log.Info("stats", slog.String("source", host.StatsSource), slog.String("sampler", smp.Address()))
+	// A facilitator's images are looked for, never pulled; block IO
+	// control is decided by what a probe container is given.
+	host, err := engine.ProbeHost(ctx, eng, engine.HostProbe{CgroupRoot: cgroupRoot, Image: image, Images: images, Sampler: src, Log: log})
+	if err != nil {
+		return host, "", err
 	}
+	w, th := host.IOWeight(), host.IOThrottle()
+	log.Info("engine", slog.String("version", host.EngineVersion), slog.String("api", host.APIVersion),
+		slog.String("cgroup", host.Cgroup.String()), slog.Int("cpus", host.NCPU), slog.String("stats", host.StatsSource),
+		slog.Bool("io_weights", w.Supported), slog.String("io_weights_why", w.Reason),
+		slog.Bool("io_throttles", th.Supported), slog.String("io_throttles_why", th.Reason))
 	// Only this server's leftovers: another on the same engine keeps its
 	// containers.
 	if err := workshop.ReapLeftovers(ctx, engine.Docker{Engine: eng}, st, instance, log); err != nil {

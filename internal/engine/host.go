@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,9 +25,10 @@ type Support struct {
 
 // HostInfo is what the server knows of an engine's host: the engine, its
 // cgroups, which limits it can apply (probed, each with why not), and the
-// private wiring its runs are read through. It is the capability object
-// callers ask by name; it never crosses a wire itself: View builds what
-// the API shows of it.
+// private wiring its runs are read through. ProbeHost (or KubernetesHost)
+// builds it whole, and nothing changes it afterwards: a host that changes
+// is probed again. It never crosses a wire itself: View builds what the
+// API shows of it.
 type HostInfo struct {
 	// Kube is what a Kubernetes node is beyond a host (nil on Docker):
 	// lanes run as its pods.
@@ -39,16 +41,13 @@ type HostInfo struct {
 	EngineAPIVersion string
 	OS               string
 	Kernel           string
-	CgroupVersion    string
+	Cgroup           CgroupVersion
 	CgroupDriver     string
 	NCPU             int
 	MemTotal         int64
-	// DefaultMemory is the server's memory limit for a lane that sets
-	// none (none if zero): the server's setting, given to every engine.
-	DefaultMemory int64
-	// Limits is, for each limit flag, whether the host applies it; block
-	// IO weights and throttles as the probe container found them.
-	Limits map[string]Support
+	// Caps are, for each limit, whether the host applies it; block IO
+	// weights and throttles as the probe container found them.
+	Caps Capabilities
 	// StatsSource is "cgroup" when the server reads the containers' cgroup
 	// files itself, "sampler" when a sampler on the engine's host reads
 	// them, "engine" when it must ask the engine (a remote engine).
@@ -62,9 +61,9 @@ type HostInfo struct {
 	// device "auto" means).
 	DataRootDevice string
 	// Images are the facilitator's images the server allows, each with
-	// whether the engine has it (ProbeImages).
+	// whether the engine has it (HostProbe.Images).
 	Images map[string]bool
-	// IO is what the block IO probe container showed (ProbeIO); nil until
+	// IO is what the block IO probe container showed (probeIO); nil until
 	// a probe ran.
 	IO *IOProbe
 	// Queue is the data root disk's request limits: larger IOs are split,
@@ -87,15 +86,15 @@ type HostInfo struct {
 	cgroupRoot string
 	dataRoot   string
 	// sampler reads the containers' cgroup files on a remote engine's
-	// host (UseSampler).
+	// host (HostProbe.Sampler).
 	sampler CgroupSource
 }
 
 // IOWeight is whether block IO weights are honoured here, and why not.
-func (h HostInfo) IOWeight() Support { return h.Limits["blkio-weight"] }
+func (h HostInfo) IOWeight() Support { return h.Caps.BlkioWeight }
 
 // IOThrottle is whether block IO throttles are applied here, and why not.
-func (h HostInfo) IOThrottle() Support { return h.Limits["device-read-bps"] }
+func (h HostInfo) IOThrottle() Support { return h.Caps.ReadBps }
 
 // Progress sources.
 const (
@@ -115,7 +114,7 @@ func (h HostInfo) ReachesLanes() bool {
 }
 
 // CgroupV2 says whether the engine's host runs the unified hierarchy.
-func (h HostInfo) CgroupV2() bool { return h.CgroupVersion == "2" }
+func (h HostInfo) CgroupV2() bool { return h.Cgroup == CgroupV2 }
 
 // ReadsCgroups says whether the containers' cgroup files are read, here or
 // by a sampler on the engine's host, rather than the engine asked for
@@ -124,10 +123,10 @@ func (h HostInfo) ReadsCgroups() bool {
 	return h.StatsSource == StatsCgroup || h.StatsSource == StatsSampler
 }
 
-// UseSampler has the containers' cgroup files read by a sampler on a
+// useSampler has the containers' cgroup files read by a sampler on a
 // remote engine's host: their samples then carry what the files carry, at
 // the run's interval.
-func (h *HostInfo) UseSampler(s CgroupSource) {
+func (h *HostInfo) useSampler(s CgroupSource) {
 	h.sampler, h.StatsSource = s, StatsSampler
 	h.StatsNote = "read from the containers' cgroup files by the sampler at " + s.Address() + " on the engine's host"
 	h.Samples = h.Sampling()
@@ -152,9 +151,10 @@ func (h HostInfo) SharesNote() string {
 		"(1 + (shares-2)×9999/262142, so 512 : 1024 : 2048 become 20 : 39 : 79), and the model uses the converted weights."
 }
 
-// Experiments is the part of HostInfo that validation needs.
+// Experiments is the part of HostInfo that validation needs; the server's
+// default memory is the runner's to add (runner.Env.Experiments).
 func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal, DefaultMemory: h.DefaultMemory,
+	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
 		Kubernetes: h.Kubernetes(), Images: map[string]bool{}}
 	if h.Kube != nil {
 		eh.CPUManager, eh.CPUManagerNote = h.Kube.CPUManager, h.Kube.CPUManagerNote
@@ -166,23 +166,61 @@ func (h HostInfo) Experiments() experiments.Host {
 		eh.DeviceExists = isBlockDevice
 		eh.DiskFree = FreeBytes(h.dataRoot)
 	}
-	for field, s := range h.Limits {
+	for field, s := range h.Caps.ByField() {
 		if !s.Supported {
 			eh.Unsupported[field] = s.Reason
 		}
 	}
-	if _, probed := h.Limits["cpu_burst"]; !probed {
-		// Only a probe that found the lanes' cgroups writable here allows
-		// a burst (burstSupport).
-		eh.Unsupported["cpu_burst"] = "this engine's lanes' cgroup files are not the server's to write: a CFS burst needs a local Docker engine"
-	}
 	return eh
 }
 
-// ProbeHost asks the engine what it is and what it supports, and decides
-// where stats come from: the cgroup files under cgroupRoot if the engine is
-// local and they are visible, else the engine's stats endpoint.
-func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, error) {
+// HostProbe is what ProbeHost looks for beyond the engine's own word.
+type HostProbe struct {
+	// CgroupRoot is where the engine host's cgroup files are visible
+	// here, if they are.
+	CgroupRoot string
+	// Image is the workload image, whose probe container shows what block
+	// IO control the lanes get (probeIO); none: the engine's word only.
+	Image string
+	// Images are a facilitator's images to look for (never pulled).
+	Images []string
+	// Sampler reads the containers' cgroup files on a remote engine's
+	// host; nil if it has none.
+	Sampler CgroupSource
+	Log     *slog.Logger
+}
+
+// ProbeHost asks the engine what it is and what it supports, probes what
+// p asks for, and decides where stats come from: the cgroup files under
+// p.CgroupRoot if the engine is local and they are visible, its sampler
+// if it has one, else the engine's stats endpoint. What it returns is the
+// host whole.
+func ProbeHost(ctx context.Context, eng Engine, p HostProbe) (HostInfo, error) {
+	log := p.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h, err := engineHost(ctx, eng, p.CgroupRoot)
+	if err != nil {
+		return h, err
+	}
+	if len(p.Images) > 0 {
+		h.Images = probeImages(ctx, eng, p.Images, log)
+	}
+	if p.Image != "" {
+		probeIO(ctx, eng, &h, p.Image, log)
+	}
+	if p.Sampler != nil {
+		// After the IO probe, which reads its container's files here
+		// when it can see them (and the workloads' progress files with
+		// them).
+		h.useSampler(p.Sampler)
+	}
+	return h, nil
+}
+
+// engineHost is the host as the engine's info and version tell it.
+func engineHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, error) {
 	info, err := eng.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		return HostInfo{}, fmt.Errorf("engine: engine info: %w", err)
@@ -198,16 +236,13 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		EngineAPIVersion: ver.APIVersion,
 		OS:               i.OperatingSystem,
 		Kernel:           i.KernelVersion,
-		CgroupVersion:    i.CgroupVersion,
+		Cgroup:           ParseCgroupVersion(i.CgroupVersion),
 		CgroupDriver:     i.CgroupDriver,
 		NCPU:             i.NCPU,
 		MemTotal:         i.MemTotal,
 		Warnings:         i.Warnings,
 	}
-	if h.CgroupVersion == "" {
-		h.CgroupVersion = "1" // engines before API 1.40 report no version; they ran v1
-	}
-	h.Limits = limitSupport(i, h.CgroupVersion)
+	h.Caps = limitSupport(i, h.Cgroup)
 	local := strings.HasPrefix(eng.DaemonHost(), "unix://")
 	h.local, h.cgroupRoot, h.dataRoot = local, cgroupRoot, i.DockerRootDir
 	if local {
@@ -226,7 +261,7 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 		h.StatsSource = StatsEngine
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
-	h.Limits["cpu_burst"] = burstSupport(h, local && visible)
+	h.Caps.CPUBurst = burstSupport(h, local && visible)
 	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
 	h.Samples = h.Sampling()
 	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
@@ -238,9 +273,9 @@ func ProbeHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, er
 // limitSupport is, for each limit flag, whether the engine applies it, as
 // its info says: the kernel's CFS, cpuset, memory and pids support, and
 // the block IO control its warnings say it lacks.
-func limitSupport(i system.Info, cgroupVersion string) map[string]Support {
+func limitSupport(i system.Info, cgroup CgroupVersion) Capabilities {
 	kernel := func(what string) string {
-		return "the engine reports no kernel support for " + what + " (cgroup " + cgroupVersion + ")"
+		return "the engine reports no kernel support for " + what + " (cgroup " + cgroup.String() + ")"
 	}
 	support := func(ok bool, why string) Support {
 		if ok {
@@ -248,16 +283,16 @@ func limitSupport(i system.Info, cgroupVersion string) map[string]Support {
 		}
 		return Support{Reason: why}
 	}
-	limits := map[string]Support{
-		"cpus":               support(i.CPUCfsQuota && i.CPUCfsPeriod, kernel("CFS bandwidth control")),
-		"cpu-period":         support(i.CPUCfsPeriod, kernel("the CFS period")),
-		"cpu-quota":          support(i.CPUCfsQuota, kernel("the CFS quota")),
-		"cpu-shares":         support(i.CPUShares, kernel("CPU shares")),
-		"cpuset-cpus":        support(i.CPUSet, kernel("cpusets")),
-		"memory":             support(i.MemoryLimit, kernel("memory limits")),
-		"memory-reservation": support(i.MemoryLimit, kernel("memory limits")),
-		"memory-swap":        support(i.SwapLimit, kernel("swap limits")),
-		"pids-limit":         support(i.PidsLimit, kernel("pids limits")),
+	c := Capabilities{
+		CPUs:              support(i.CPUCfsQuota && i.CPUCfsPeriod, kernel("CFS bandwidth control")),
+		CPUPeriod:         support(i.CPUCfsPeriod, kernel("the CFS period")),
+		CPUQuota:          support(i.CPUCfsQuota, kernel("the CFS quota")),
+		CPUShares:         support(i.CPUShares, kernel("CPU shares")),
+		CpusetCPUs:        support(i.CPUSet, kernel("cpusets")),
+		Memory:            support(i.MemoryLimit, kernel("memory limits")),
+		MemoryReservation: support(i.MemoryLimit, kernel("memory limits")),
+		MemorySwap:        support(i.SwapLimit, kernel("swap limits")),
+		PidsLimit:         support(i.PidsLimit, kernel("pids limits")),
 	}
 	// The engine says what block IO control it lacks in its warnings
 	// (docker info prints them), e.g. "WARNING: No blkio weight support".
@@ -269,17 +304,13 @@ func limitSupport(i system.Info, cgroupVersion string) map[string]Support {
 		}
 		return false
 	}
-	ioWhy := func(what string) string {
-		return "the engine reports no blkio " + what + " support (weights need the BFQ or CFQ I/O scheduler as the engine looks for it)"
+	io := func(what string) Support {
+		return support(!lacks(what), "the engine reports no blkio "+what+" support (weights need the BFQ or CFQ I/O scheduler as the engine looks for it)")
 	}
-	for field, what := range map[string]string{
-		"blkio-weight": "weight", "blkio-weight-device": "weight_device",
-		"device-read-bps": "throttle.read_bps_device", "device-write-bps": "throttle.write_bps_device",
-		"device-read-iops": "throttle.read_iops_device", "device-write-iops": "throttle.write_iops_device",
-	} {
-		limits[field] = support(!lacks(what), ioWhy(what))
-	}
-	return limits
+	c.BlkioWeight, c.BlkioWeightDevice = io("weight"), io("weight_device")
+	c.ReadBps, c.WriteBps = io("throttle.read_bps_device"), io("throttle.write_bps_device")
+	c.ReadIOps, c.WriteIOps = io("throttle.read_iops_device"), io("throttle.write_iops_device")
+	return c
 }
 
 // findDataRoot finds the disk under the engine's data root, where the
@@ -338,7 +369,7 @@ func (h HostInfo) Describe() string {
 	if h.EngineVersion == "" {
 		return ""
 	}
-	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.CgroupVersion, h.NCPU)
+	return fmt.Sprintf("Docker %s, cgroup v%s, %d CPUs", h.EngineVersion, h.Cgroup, h.NCPU)
 }
 
 // Identity names what a host's runs depend on that can change while the
@@ -347,7 +378,7 @@ func (h HostInfo) Describe() string {
 // identity moved since it was made ready is made ready again.
 func (h HostInfo) Identity() string {
 	return fmt.Sprintf("%s, kernel %s, cgroup v%s (%s), %d CPUs, %d bytes of memory, data root %s",
-		platform(h), h.Kernel, h.CgroupVersion, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
+		platform(h), h.Kernel, h.Cgroup, h.CgroupDriver, h.NCPU, h.MemTotal, h.dataRoot)
 }
 
 // FreeBytes is the space an unprivileged writer has under dir, read now;

@@ -166,20 +166,21 @@ func followBuild(r io.Reader, log *slog.Logger) error {
 	}
 }
 
-// ProbeImages looks for a facilitator's images on the engine (-allow-image)
-// and notes on h each one's presence. Nothing is pulled: an image the
+// probeImages looks for a facilitator's images on the engine
+// (-allow-image): each one's presence. Nothing is pulled: an image the
 // engine lacks is logged, and a lab that runs it is refused there.
-func ProbeImages(ctx context.Context, eng Engine, h *HostInfo, names []string, log *slog.Logger) {
-	h.Images = map[string]bool{}
+func probeImages(ctx context.Context, eng Engine, names []string, log *slog.Logger) map[string]bool {
+	images := map[string]bool{}
 	for _, name := range names {
 		_, err := eng.ImageInspect(ctx, name)
-		h.Images[name] = err == nil
+		images[name] = err == nil
 		if err != nil {
 			log.Warn("a facilitator's image is not on the engine; nothing is pulled", slog.String("image", name), slog.Any("err", err))
 		} else {
 			log.Info("a facilitator's image", slog.String("image", name))
 		}
 	}
+	return images
 }
 
 // imageRemover is the engine call RemoveOldImage makes, where the engine

@@ -123,7 +123,7 @@ func TestTheCgroupNoteNamesFailCgroupV1(t *testing.T) {
 		kubelet, cgroup string
 		says            bool
 	}{{"v1.37.2", "1", true}, {"v1.35.0", "1", true}, {"v1.34.4", "1", false}, {"v1.37.2", "2", false}, {"", "1", false}} {
-		n := engine.KubernetesFacts{KubeletVersion: c.kubelet}.CgroupNote(c.cgroup)
+		n := engine.KubernetesFacts{KubeletVersion: c.kubelet}.CgroupNote(engine.ParseCgroupVersion(c.cgroup))
 		if got := strings.Contains(n, "failCgroupV1: false"); got != c.says {
 			t.Errorf("kubelet %q on cgroup v%s: %q", c.kubelet, c.cgroup, n)
 		}

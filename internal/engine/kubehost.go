@@ -11,7 +11,7 @@ import (
 // KubernetesNode is what a cluster tells of the node its runs take.
 type KubernetesNode struct {
 	Name, ServerVersion, KubeletVersion, Kernel, OS, Runtime string
-	CgroupVersion                                            string
+	Cgroup                                                   CgroupVersion
 	NCPU                                                     int
 	MemTotal                                                 int64
 	// CgroupRoot is where the node's cgroup files are seen from here,
@@ -45,16 +45,17 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 	h := HostInfo{
 		Kube: &KubernetesFacts{Node: n.Name, ServerVersion: n.ServerVersion, KubeletVersion: n.KubeletVersion, Runtime: n.Runtime,
 			CPUManager: n.CPUManager, CPUManagerNote: n.CPUManagerNote},
-		OS: n.OS, Kernel: n.Kernel, CgroupVersion: n.CgroupVersion, CgroupDriver: "kubelet",
-		NCPU: n.NCPU, MemTotal: n.MemTotal, Limits: map[string]Support{},
+		OS: n.OS, Kernel: n.Kernel, Cgroup: n.Cgroup, CgroupDriver: "kubelet",
+		NCPU: n.NCPU, MemTotal: n.MemTotal,
 		local: n.Local, cgroupRoot: n.CgroupRoot,
 	}
-	for _, f := range []string{"cpus", "cpu-quota", "cpu-shares", "memory"} {
-		h.Limits[f] = Support{Supported: true}
-	}
+	yes := Support{Supported: true}
+	h.Caps.CPUs, h.Caps.CPUQuota, h.Caps.CPUShares, h.Caps.Memory = yes, yes, yes, yes
+	fields := h.Caps.fields()
 	for f, why := range experiments.KubernetesUnsupported {
-		h.Limits[f] = Support{Reason: why}
+		*fields[f] = Support{Reason: why}
 	}
+	h.Caps.CPUBurst = Support{Reason: "a pod's cgroup files are kubelet's to write: a CFS burst needs a local Docker engine"}
 	h.StatsSource = StatsCgroup
 	h.StatsNote = "read from the pods' cgroup files (kubepods) under " + n.CgroupRoot + " on node " + n.Name
 	if n.Sampler != "" {
@@ -71,8 +72,8 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 func (h HostInfo) Kubernetes() bool { return h.Kube != nil }
 
 func describeKubernetes(h HostInfo) string {
-	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s", h.Kube.ServerVersion, h.Kube.Node, h.CgroupVersion)
-	if n := h.Kube.CgroupNote(h.CgroupVersion); n != "" {
+	d := fmt.Sprintf("Kubernetes %s, node %s, cgroup v%s", h.Kube.ServerVersion, h.Kube.Node, h.Cgroup)
+	if n := h.Kube.CgroupNote(h.Cgroup); n != "" {
 		d += " (" + n + ")"
 	}
 	d += fmt.Sprintf(", %d CPUs", h.NCPU)
@@ -87,8 +88,8 @@ func describeKubernetes(h HostInfo) string {
 // v1 unless its configuration sets failCgroupV1: false (KEP-5573), so one
 // that runs there has it set. It is "" on cgroup v2, or for an older
 // kubelet.
-func (k KubernetesFacts) CgroupNote(cgroup string) string {
-	if cgroup != "1" || kubeletMinor(k.KubeletVersion) < 35 {
+func (k KubernetesFacts) CgroupNote(cgroup CgroupVersion) string {
+	if cgroup != CgroupV1 || kubeletMinor(k.KubeletVersion) < 35 {
 		return ""
 	}
 	return "kubelet " + k.KubeletVersion + " runs on cgroup v1 only with failCgroupV1: false (KEP-5573)"

@@ -42,7 +42,7 @@ type IOProbe struct {
 	ThrottleValue string `json:"throttle_value,omitempty"`
 }
 
-// ProbeIO decides whether block IO weights and throttles work from what a
+// probeIO decides whether block IO weights and throttles work from what a
 // probe container is actually given, not from what the engine's info
 // claims: it creates one asking for --blkio-weight and a read throttle on
 // the data root's disk, reads the create warnings (an engine that cannot
@@ -51,11 +51,11 @@ type IOProbe struct {
 // also need a disk scheduler that honours them (BFQ): mq-deadline, kyber
 // and none ignore them. It updates h's IO support, each with its reason; a
 // probe that fails is a reason, never a reason not to start.
-func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *slog.Logger) {
+func probeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *slog.Logger) {
 	dev := h.DataRootDevice
 	if dev == "" {
 		why := "not probed: the data root's disk is not known here (" + h.DataRootNote + ")"
-		h.setIO(Support{Reason: why}, Support{Reason: why})
+		h.Caps.setIO(Support{Reason: why}, Support{Reason: why})
 		return
 	}
 	b := make([]byte, 4)
@@ -71,7 +71,7 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		// An engine that refuses the probe's limits cannot apply them:
 		// the server still starts, and says why.
 		why := "a probe container asking for --blkio-weight and a read throttle on " + dev + " was refused: " + err.Error()
-		h.setIO(Support{Reason: why}, Support{Reason: why})
+		h.Caps.setIO(Support{Reason: why}, Support{Reason: why})
 		return
 	}
 	defer func() {
@@ -106,7 +106,7 @@ func ProbeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 		}
 	}
 	h.IO = &p
-	h.setIO(p.judge(readBack, dev))
+	h.Caps.setIO(p.judge(readBack, dev))
 }
 
 // readBack reads the weight and throttle files of the probe's cgroup: v1's
@@ -176,15 +176,4 @@ func scheduler(dev string) string {
 		return string(b[i+1 : j])
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// setIO puts what the probe found of weights and throttles into the
-// per-limit table the validation asks (and IOWeight and IOThrottle read).
-func (h *HostInfo) setIO(weight, throttle Support) {
-	for _, f := range []string{"blkio-weight", "blkio-weight-device"} {
-		h.Limits[f] = weight
-	}
-	for _, f := range []string{"device-read-bps", "device-write-bps", "device-read-iops", "device-write-iops"} {
-		h.Limits[f] = throttle
-	}
 }

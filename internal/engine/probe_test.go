@@ -46,7 +46,7 @@ func TestIOCapabilitiesAreProbed(t *testing.T) {
 	if h.IOThrottle().Supported != strings.Contains(h.IO.ThrottleValue, "1048576") {
 		t.Errorf("throttles reported %v, but the probe's %s holds %q", h.IOThrottle().Supported, h.IO.ThrottleFile, h.IO.ThrottleValue)
 	}
-	if w := h.Limits["blkio-weight"]; w != h.IOWeight() {
+	if w := h.Caps.ByField()["blkio-weight"]; w != h.IOWeight() {
 		t.Errorf("the blkio-weight field says %+v, the probe %+v", w, h.IOWeight())
 	}
 }

@@ -58,7 +58,7 @@ type KubernetesView struct {
 func (h HostInfo) View() HostView {
 	v := HostView{
 		Description: h.Describe(), EngineVersion: h.EngineVersion, APIVersion: h.APIVersion, EngineAPIVersion: h.EngineAPIVersion,
-		OS: h.OS, Kernel: h.Kernel, CgroupVersion: h.CgroupVersion, CgroupDriver: h.CgroupDriver, CPUs: h.NCPU, MemoryBytes: h.MemTotal,
+		OS: h.OS, Kernel: h.Kernel, CgroupVersion: h.Cgroup.String(), CgroupDriver: h.CgroupDriver, CPUs: h.NCPU, MemoryBytes: h.MemTotal,
 		Limits: map[string]Support{}, Unsupported: map[string]string{}, StatsSource: h.StatsSource, StatsNote: h.StatsNote,
 		ProgressSource: h.ProgressSource, Samples: h.Samples, EngineWarnings: slices.Clone(h.Warnings),
 		IOWeight: h.IOWeight(), IOThrottle: h.IOThrottle(), DataRootDevice: h.DataRootDevice, DataRootNote: h.DataRootNote,
@@ -67,9 +67,9 @@ func (h HostInfo) View() HostView {
 	if k := h.Kube; k != nil {
 		v.Kubernetes = &KubernetesView{Node: k.Node, ServerVersion: k.ServerVersion, KubeletVersion: k.KubeletVersion,
 			ContainerRuntime: k.Runtime, CPUManager: string(k.CPUManager), CPUManagerNote: k.CPUManagerNote,
-			CgroupNote: k.CgroupNote(h.CgroupVersion)}
+			CgroupNote: k.CgroupNote(h.Cgroup)}
 	}
-	for name, s := range h.Limits {
+	for name, s := range h.Caps.ByField() {
 		v.Limits[name] = s
 		if !s.Supported {
 			v.Unsupported[name] = s.Reason

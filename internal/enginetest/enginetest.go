@@ -85,8 +85,8 @@ func setup() (*client.Client, string, engine.HostInfo, error) {
 	if err != nil {
 		return nil, "", engine.HostInfo{}, err
 	}
-	if want := os.Getenv("LIMITLAB_EXPECT_CGROUP"); want != "" && want != h.CgroupVersion {
-		return nil, "", engine.HostInfo{}, fmt.Errorf("the engine at %s runs cgroup v%s; these tests expect v%s", c.DaemonHost(), h.CgroupVersion, want)
+	if want := os.Getenv("LIMITLAB_EXPECT_CGROUP"); want != "" && want != h.Cgroup.String() {
+		return nil, "", engine.HostInfo{}, fmt.Errorf("the engine at %s runs cgroup v%s; these tests expect v%s", c.DaemonHost(), h.Cgroup, want)
 	}
 	return c, img, h, nil
 }

@@ -66,7 +66,7 @@ func (e *Engine) Probe(ctx context.Context) (engine.HostInfo, error) {
 	if q, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok {
 		kn.MemTotal = q.Value()
 	}
-	kn.CgroupRoot, kn.CgroupVersion, kn.Local = localCgroups(e.c.cfg.CgroupRoot)
+	kn.CgroupRoot, kn.Cgroup, kn.Local = localCgroups(e.c.cfg.CgroupRoot)
 	here := thisMachine(n)
 	switch {
 	case e.c.cfg.ViaSampler || !here || !kn.Local:
@@ -85,7 +85,7 @@ func (e *Engine) Probe(ctx context.Context) (engine.HostInfo, error) {
 			}
 			return engine.HostInfo{}, fmt.Errorf("kube: node %s %s, and its sampler does not answer: %w", n.Name, where, err)
 		}
-		kn.Local, kn.Sampler, kn.CgroupVersion = false, smp.Address(), smp.CgroupVersion()
+		kn.Local, kn.Sampler, kn.Cgroup = false, smp.Address(), engine.ParseCgroupVersion(smp.CgroupVersion())
 	default:
 		e.sampler.readHere()
 	}
@@ -145,11 +145,11 @@ func (e *Engine) pickNode(ctx context.Context) (corev1.Node, error) {
 
 // localCgroups says whether kubelet's pod cgroups are visible under the
 // cgroup root, and the hierarchy's version.
-func localCgroups(root string) (string, string, bool) {
+func localCgroups(root string) (string, engine.CgroupVersion, bool) {
 	if fileExists(filepath.Join(root, "cgroup.controllers")) {
-		return root, "2", fileExists(filepath.Join(root, "kubepods")) || fileExists(filepath.Join(root, "kubepods.slice"))
+		return root, engine.CgroupV2, fileExists(filepath.Join(root, "kubepods")) || fileExists(filepath.Join(root, "kubepods.slice"))
 	}
-	return root, "1", fileExists(filepath.Join(root, "cpu", "kubepods")) || fileExists(filepath.Join(root, "cpu", "kubepods.slice"))
+	return root, engine.CgroupV1, fileExists(filepath.Join(root, "cpu", "kubepods")) || fileExists(filepath.Join(root, "cpu", "kubepods.slice"))
 }
 
 // bootID is this machine's, which kubelet reports as its node's.

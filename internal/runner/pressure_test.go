@@ -34,7 +34,7 @@ func pressureSampled(t testing.TB) {
 	if !h.HasPressure() {
 		for _, s := range samples {
 			if s.CPUPressure != nil || s.MemPressure != nil || s.IOPressure != nil {
-				t.Fatalf("cgroup v%s has no PSI, and a sample carries some: %+v", h.CgroupVersion, s)
+				t.Fatalf("cgroup v%s has no PSI, and a sample carries some: %+v", h.Cgroup, s)
 			}
 		}
 		enginetest.Figure(t, "PSI stalls (ms on CPU / memory / IO)", "none: %s", why(h))

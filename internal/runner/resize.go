@@ -45,7 +45,7 @@ func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiment
 	if pod == nil {
 		return refuse("the lane is not a pod")
 	}
-	next, errs := experiments.ResolveResize(*pod, change, r.env.Host.Experiments())
+	next, errs := experiments.ResolveResize(*pod, change, r.env.Experiments())
 	if errs != nil {
 		for i := range errs {
 			errs[i].Lane = lane

@@ -42,7 +42,7 @@ func podRun(t *testing.T) *Run {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	r := New(&Env{Host: engine.HostInfo{NCPU: 2, Kube: &engine.KubernetesFacts{Node: "n"}}}, "r1", "ann", spec, plan)
+	r := New(&Env{Host: engine.KubernetesHost(engine.KubernetesNode{Name: "n", NCPU: 2})}, "r1", "ann", spec, plan)
 	pod := plan.Lanes[0].Pod
 	applied := plan.Lanes[0].Resources
 	r.st.start = time.Now()

@@ -37,8 +37,12 @@ type Env struct {
 	Instance string        // the server's id, on every container it makes
 	Interval time.Duration // sampling interval; DefaultInterval if zero
 	Host     engine.HostInfo
-	Log      *slog.Logger
-	Recorder Recorder // nil: runs are kept in memory only
+	// DefaultMemory is the server's memory limit for a lane that sets
+	// none (none if zero): the server's setting, the same on every
+	// engine.
+	DefaultMemory int64
+	Log           *slog.Logger
+	Recorder      Recorder // nil: runs are kept in memory only
 
 	// startLatency is how long the engine took to start the last
 	// container, to start phased lanes on time.
@@ -46,6 +50,14 @@ type Env struct {
 
 	clockOnce sync.Once
 	clock     *ticker // the one sampling clock of every run
+}
+
+// Experiments is what validation needs of the engine's host, with the
+// server's default memory.
+func (e *Env) Experiments() experiments.Host {
+	h := e.Host.Experiments()
+	h.DefaultMemory = e.DefaultMemory
+	return h
 }
 
 // ticks is the sampling clock all the runs share.

@@ -78,14 +78,14 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	id := r.st.lanes[lane].id
 	r.mu.Unlock()
 	host := r.env.Host
-	delta, errs := experiments.ResolveChange(current, change, host.Experiments())
+	delta, errs := experiments.ResolveChange(current, change, r.env.Experiments())
 	if errs != nil {
 		for i := range errs {
 			errs[i].Lane = lane
 		}
 		return ChangeRecord{}, errs
 	}
-	if delta.Memory > 0 && requested.MemorySwap == 0 && host.Limits["memory-swap"].Supported {
+	if delta.Memory > 0 && requested.MemorySwap == 0 && host.Caps.MemorySwap.Supported {
 		// The lane left swap to Docker's default, as much again as its
 		// memory; keep that default rather than trip over the old one.
 		delta.MemorySwap = 2 * delta.Memory

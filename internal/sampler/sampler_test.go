@@ -153,7 +153,7 @@ func TestSamplerStream(t *testing.T) {
 		t.Errorf("a reading at %v after one at %v", again.At, prev.At)
 	}
 	if prev.HasPressure != host.CgroupV2() {
-		t.Errorf("pressure in the readings: %v on cgroup v%s (PSI is v2's)", prev.HasPressure, host.CgroupVersion)
+		t.Errorf("pressure in the readings: %v on cgroup v%s (PSI is v2's)", prev.HasPressure, host.Cgroup)
 	}
 	cores := float64(prev.CPUNs-first.CPUNs) / float64(prev.At.Sub(first.At).Nanoseconds())
 	if cores < 0.3 || cores > 0.6 {

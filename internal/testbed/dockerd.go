@@ -286,16 +286,12 @@ func unmountUnder(dir string) {
 // with the test's binary: probe the host, build the workload image there,
 // probe its block IO control.
 func Prepare(ctx context.Context, c *client.Client, bin string) (engine.HostInfo, string, error) {
-	h, err := engine.ProbeHost(ctx, c, "/sys/fs/cgroup")
-	if err != nil {
-		return h, "", err
-	}
 	img, err := engine.EnsureImage(ctx, c, bin, slog.Default())
 	if err != nil {
-		return h, "", fmt.Errorf("image: %w", err)
+		return engine.HostInfo{}, "", fmt.Errorf("image: %w", err)
 	}
-	engine.ProbeIO(ctx, c, &h, img, slog.Default())
-	return h, img, nil
+	h, err := engine.ProbeHost(ctx, c, engine.HostProbe{CgroupRoot: "/sys/fs/cgroup", Image: img, Log: slog.Default()})
+	return h, img, err
 }
 
 func lastLines(s string, n int) string {

@@ -167,11 +167,10 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	if opts.AddressRuns == 0 {
 		opts.AddressRuns = DefaultAddressRuns
 	}
-	opts.Host.DefaultMemory = opts.DefaultMemory
 	if opts.Keep.Runs == 0 {
 		opts.Keep.Runs = DefaultKeepRuns
 	}
-	env := &runner.Env{Engine: eng, Image: opts.Image, Instance: opts.Instance, Interval: opts.Interval, Host: opts.Host, Log: opts.Log}
+	env := &runner.Env{Engine: eng, Image: opts.Image, Instance: opts.Instance, Interval: opts.Interval, Host: opts.Host, DefaultMemory: opts.DefaultMemory, Log: opts.Log}
 	if opts.Store != nil {
 		env.Recorder = recorder{opts.Store}
 	}

@@ -183,8 +183,7 @@ func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 		p.fireLocked(pe, evPrepareFailed, err.Error())
 		return false
 	}
-	host.DefaultMemory = p.opts.DefaultMemory
-	pe.env = &runner.Env{Engine: pe.Engine, Backend: pe.driver(), Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, Log: p.log.With(slog.String("engine", pe.Name))}
+	pe.env = &runner.Env{Engine: pe.Engine, Backend: pe.driver(), Image: image, Instance: p.opts.Instance, Interval: p.opts.Interval, Host: host, DefaultMemory: p.opts.DefaultMemory, Log: p.log.With(slog.String("engine", pe.Name))}
 	if p.opts.Store != nil {
 		pe.env.Recorder = recorder{p.opts.Store}
 	}
@@ -352,7 +351,7 @@ func (e *entry) planOn(pe *poolEngine) (experiments.Plan, bool) {
 	}
 	f, seen := e.fits[pe.Name]
 	if !seen {
-		plan, errs := experiments.Validate(e.spec, pe.env.Host.Experiments())
+		plan, errs := experiments.Validate(e.spec, pe.env.Experiments())
 		f = fit{plan: experiments.RoundPlan(plan, e.round), ok: len(errs) == 0}
 		e.fits[pe.Name] = f
 	}
@@ -373,11 +372,11 @@ type fit struct {
 func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
 	hosts := p.readyHosts()
 	if len(hosts) == 0 {
-		return experiments.Validate(spec, p.opts.Host.Experiments())
+		return experiments.Validate(spec, p.experiments(p.opts.Host))
 	}
 	var first experiments.Errors
 	for i, h := range hosts {
-		plan, errs := experiments.Validate(spec, h.Experiments())
+		plan, errs := experiments.Validate(spec, p.experiments(h))
 		if len(errs) == 0 {
 			return plan, nil
 		}
@@ -390,6 +389,12 @@ func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Er
 
 // readyHosts are the hosts of the engines that are made ready, in the
 // pool's order.
+// experiments is what validation needs of a host, with the server's
+// default memory.
+func (p *Pool) experiments(h engine.HostInfo) experiments.Host {
+	return (&runner.Env{Host: h, DefaultMemory: p.opts.DefaultMemory}).Experiments()
+}
+
 func (p *Pool) readyHosts() []engine.HostInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 
 func fakePrepare(f *enginefake.Engine) func(context.Context) (engine.HostInfo, string, error) {
 	return func(ctx context.Context) (engine.HostInfo, string, error) {
-		h, err := engine.ProbeHost(ctx, f, "/nonexistent")
+		h, err := engine.ProbeHost(ctx, f, engine.HostProbe{CgroupRoot: "/nonexistent"})
 		return h, "limitlab-workload:fake", err
 	}
 }

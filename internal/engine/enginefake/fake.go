@@ -85,7 +85,7 @@ func New() *Engine {
 // HostOf is what a probe of the fake reports: a remote engine, so samples
 // come from its stats (which the fake does not give).
 func HostOf(e *Engine) engine.HostInfo {
-	h, err := engine.ProbeHost(context.Background(), e, "/nonexistent")
+	h, err := engine.ProbeHost(context.Background(), e, engine.HostProbe{CgroupRoot: "/nonexistent"})
 	if err != nil {
 		panic(err)
 	}
