@@ -29,11 +29,11 @@ func (v CgroupVersion) String() string { return strconv.Itoa(int(v)) }
 // container showed (block IO), or as the server can write it itself (a
 // CFS burst).
 type Capabilities struct {
-	CPUs, CPUPeriod, CPUQuota, CPUShares, CpusetCPUs  Support
+	CPUs, CPUPeriod, CPUQuota, CPUShares, CpusetCPUs Support
 	Memory, MemoryReservation, MemorySwap, PidsLimit Support
 	// Block IO weights, one each way, and throttles.
-	BlkioWeight, BlkioWeightDevice             Support
-	ReadBps, WriteBps, ReadIOps, WriteIOps     Support
+	BlkioWeight, BlkioWeightDevice         Support
+	ReadBps, WriteBps, ReadIOps, WriteIOps Support
 	// CPUBurst is a CFS burst, which Limit Lab writes into the lane's
 	// cgroup itself.
 	CPUBurst Support

@@ -179,7 +179,9 @@ func (d Docker) Update(ctx context.Context, id string, delta experiments.Resourc
 }
 
 // Probe asks the engine what its host is now.
-func (d Docker) Probe(ctx context.Context) (HostInfo, error) { return ProbeHost(ctx, d.Engine, HostProbe{}) }
+func (d Docker) Probe(ctx context.Context) (HostInfo, error) {
+	return ProbeHost(ctx, d.Engine, HostProbe{})
+}
 
 // ReapRun removes what is left of a run's containers.
 func (d Docker) ReapRun(ctx context.Context, runID string, log *slog.Logger) error {
