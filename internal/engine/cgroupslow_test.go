@@ -93,6 +93,12 @@ func TestSlowFilesV1(t *testing.T) {
 		t.Errorf("limit after Refresh: %d, want %d", c.MemLimit, 128<<20)
 	}
 
+	slowPidsIOAndSplitV1(t, r, root, blkio)
+}
+
+// slowPidsIOAndSplitV1 goes on with TestSlowFilesV1's reader r, on the
+// fixture at root: pids, IO bytes, and the user and system split.
+func slowPidsIOAndSplitV1(t *testing.T, r *CgroupReader, root, blkio string) {
 	// pids, the other gauge: resting, read once a second; moving, at
 	// every reading; all of it at once after a Refresh.
 	pids := filepath.Join(root, "pids/docker/abc123/pids.current")

@@ -78,23 +78,7 @@ func TestResizeInPlaceLab(t *testing.T) {
 		v = enginetest.WaitDone(t, r, 2*time.Minute)
 		enginetest.CheckSteps(t, v)
 	})
-	// A resize kubelet had not settled when the change was answered is
-	// followed by the run to the end: the change's record says what it
-	// came to, and when.
-	var rz *runner.ResizeRecord
-	applied := rec.Applied
-	for _, c := range v.Changes {
-		if c.Resize != nil && c.AtSeconds == rec.AtSeconds {
-			rz, applied = c.Resize, c.Applied
-		}
-	}
-	if rz != nil && rec.Resize.State != engine.ResizeDone {
-		t.Logf("the resize sent at %.1f s was %s when answered after %.1f s (%s); at the end: %s, settled at %.1f s",
-			rec.AtSeconds, rec.Resize.State, took.Seconds(), rec.Resize.Message, rz.State, rz.SettledAt)
-		if rz.State == engine.ResizeDone && rz.SettledAt <= rec.AtSeconds {
-			t.Errorf("a resize settled after the answer says it settled at %.1f s", rz.SettledAt)
-		}
-	}
+	rz, applied := settledResize(t, v, rec, took)
 	if enginetest.EmulatedCPU() && rz != nil && rz.State == engine.ResizeInProgress && rz.Restarts == 0 {
 		// The emulated node starts the lab's pods late (its first step
 		// once came at 38 s, against 22 s), so the resize comes late in
@@ -119,7 +103,20 @@ func TestResizeInPlaceLab(t *testing.T) {
 		t.Errorf("applied after the resize: %+v", applied)
 	}
 	checkReportsToTheEnd(t, run, v.Lanes[1])
-	l := v.Lanes[0]
+	checkResizedService(t, v.Lanes[0])
+	if n := leftPods(t, cs, v.ID); n != 0 {
+		t.Errorf("%d pods of the run left", n)
+	}
+	t.Logf("figure: k8s-resize (limits.cpu 500m → 1500m) | kubelet done, cgroup quota read back, in %.2f s; restarts 0; GOMAXPROCS 2 throughout", took.Seconds())
+	for _, s := range v.Steps {
+		t.Logf("figure: k8s-resize step %d (%s) | %.2f", s.Index+1, s.Check, s.Value)
+	}
+}
+
+// checkResizedService: the service lane l, resized to limits.cpu 1500m,
+// has its quota file, its pod and its GOMAXPROCS as the resize left them.
+func checkResizedService(t *testing.T, l runner.LaneResult) {
+	t.Helper()
 	checkKernel(t, l)
 	quota := ""
 	for _, f := range l.Kernel.Files {
@@ -136,13 +133,29 @@ func TestResizeInPlaceLab(t *testing.T) {
 	if l.GOMAXPROCS != 2 {
 		t.Errorf("GOMAXPROCS %d, want 2 (Go's floor at 500m, 1500m rounded up)", l.GOMAXPROCS)
 	}
-	if n := leftPods(t, cs, v.ID); n != 0 {
-		t.Errorf("%d pods of the run left", n)
+}
+
+// settledResize is what the run's record of the resize rec (answered
+// after took) came to by the run's end, and the lane's limits then: a
+// resize kubelet had not settled when the change was answered is followed
+// by the run to the end, and its record says what it came to, and when.
+func settledResize(t *testing.T, v runner.RunView, rec runner.ChangeRecord, took time.Duration) (*runner.ResizeRecord, experiments.Resources) {
+	t.Helper()
+	var rz *runner.ResizeRecord
+	applied := rec.Applied
+	for _, c := range v.Changes {
+		if c.Resize != nil && c.AtSeconds == rec.AtSeconds {
+			rz, applied = c.Resize, c.Applied
+		}
 	}
-	t.Logf("figure: k8s-resize (limits.cpu 500m → 1500m) | kubelet done, cgroup quota read back, in %.2f s; restarts 0; GOMAXPROCS 2 throughout", took.Seconds())
-	for _, s := range v.Steps {
-		t.Logf("figure: k8s-resize step %d (%s) | %.2f", s.Index+1, s.Check, s.Value)
+	if rz != nil && rec.Resize.State != engine.ResizeDone {
+		t.Logf("the resize sent at %.1f s was %s when answered after %.1f s (%s); at the end: %s, settled at %.1f s",
+			rec.AtSeconds, rec.Resize.State, took.Seconds(), rec.Resize.Message, rz.State, rz.SettledAt)
+		if rz.State == engine.ResizeDone && rz.SettledAt <= rec.AtSeconds {
+			t.Errorf("a resize settled after the answer says it settled at %.1f s", rz.SettledAt)
+		}
 	}
+	return rz, applied
 }
 
 // On the node with the static CPU manager a Guaranteed pod of whole CPUs

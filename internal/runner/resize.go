@@ -86,7 +86,7 @@ func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiment
 	if res.State != engine.ResizeDone {
 		// kubelet has not settled it: the run follows it to the end.
 		rec = r.changed(rec, nil, nil)
-		go r.followResize(rz, rec, id, *pod, next)
+		go followResize(r, rz, rec, id, *pod, next)
 		return rec, nil
 	}
 	return r.changed(rec, &applied, &now), nil

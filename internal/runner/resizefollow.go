@@ -15,7 +15,7 @@ import (
 // change's record says what it came to: done, its limits become the
 // lane's (and a guided step waiting for it counts it); refused, the pod's
 // spec is put back. It lives until then, and no longer than the run.
-func (r *Run) followResize(rz Resizer, rec ChangeRecord, id string, from, next experiments.Pod) {
+func followResize(r *Run, rz Resizer, rec ChangeRecord, id string, from, next experiments.Pod) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -44,7 +44,7 @@ func (r *Run) followResize(rz Resizer, rec ChangeRecord, id string, from, next e
 		a := p.Resources()
 		applied, now = &a, &p
 	}
-	r.settled(rec, res, applied, now)
+	settled(r, rec, res, applied, now)
 	log.Info("a resize in progress settled", slog.String("state", res.State), slog.String("message", res.Message))
 }
 
@@ -52,8 +52,8 @@ func (r *Run) followResize(rz Resizer, rec ChangeRecord, id string, from, next e
 // (found by its lane and time): kubelet's state and words, and when it
 // was done, the lane's limits and pod as applied, read back from its
 // cgroup files, from now on.
-func (r *Run) settled(rec ChangeRecord, res engine.Resized, applied *experiments.Resources, pod *experiments.Pod) {
-	rd, kernel := r.readKernel(rec.Lane, applied, pod)
+func settled(r *Run, rec ChangeRecord, res engine.Resized, applied *experiments.Resources, pod *experiments.Pod) {
+	rd, kernel := readKernel(r, rec.Lane, applied, pod)
 	r.update(func(s *runState) {
 		at := time.Since(s.start).Seconds()
 		for i := range s.changes {

@@ -121,7 +121,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 // prediction follow.
 func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *experiments.Pod) ChangeRecord {
 	lane := rec.Lane
-	rd, kernel := r.readKernel(lane, applied, pod)
+	rd, kernel := readKernel(r, lane, applied, pod)
 	r.mu.Lock()
 	rec.AtSeconds = time.Since(r.st.start).Seconds()
 	l := r.st.lanes[lane]
@@ -144,7 +144,7 @@ func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *exp
 // readKernel reads back from a lane's cgroup files the limits it now has
 // (nil: none to read), and says which reader it read them through: the
 // lane keeps the view only while that reader is still its own.
-func (r *Run) readKernel(lane int, applied *experiments.Resources, pod *experiments.Pod) (engine.Reader, *engine.KernelView) {
+func readKernel(r *Run, lane int, applied *experiments.Resources, pod *experiments.Pod) (engine.Reader, *engine.KernelView) {
 	r.mu.Lock()
 	rd := r.st.lanes[lane].reader
 	r.mu.Unlock()

@@ -279,11 +279,29 @@ func TestFakeImportChecks(t *testing.T) {
 			t.Errorf("a field this server does not know was stored: %s", msg)
 		}
 	}
-	tests := []struct {
-		name string
-		e    workshop.Export
-		want string
-	}{
+	for _, tt := range refusedImports(mutate) {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := m.Archive().ImportExport(tt.e)
+			var invalid *workshop.InvalidImportError
+			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("import: %v, want an invalid import naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// refusedImport is an export an import must refuse, and what its error
+// names.
+type refusedImport struct {
+	name string
+	e    workshop.Export
+	want string
+}
+
+// refusedImports are TestFakeImportChecks' refusals, each a change of a
+// good export (mutate).
+func refusedImports(mutate func(func(e *workshop.Export)) workshop.Export) []refusedImport {
+	return []refusedImport{
 		{"another format", mutate(func(e *workshop.Export) { e.Format = "x" }), "not a Limit Lab run export"},
 		{"no lanes", mutate(func(e *workshop.Export) { e.Run.Lanes = nil }), "0 lanes"},
 		{"a sample of a lane it lacks", mutate(func(e *workshop.Export) {
@@ -320,15 +338,6 @@ func TestFakeImportChecks(t *testing.T) {
 			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 0, Limits: experiments.Limits{CPUs: "1"},
 				Resize: &runner.ResizeRecord{State: "Done", QoS: "Burstable", Command: "kubectl delete ns kube-system"}})
 		}), "not a pod"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := m.Archive().ImportExport(tt.e)
-			var invalid *workshop.InvalidImportError
-			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("import: %v, want an invalid import naming %q", err, tt.want)
-			}
-		})
 	}
 }
 
