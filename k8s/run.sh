@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . k8s/env.sh
 . k8s/account.sh
+. vm/qemu.sh
 
 bash k8s/build.sh
 mkdir -p bin
@@ -50,28 +51,23 @@ up() {
 
 # on_vm_node POLICY CMD...: the VM joins the cluster as its second node
 # (vmnode.sh, kubelet's CPU manager POLICY), the sampler rolls out there,
-# then CMD runs. Its kernel has oopsed on a stale breakpoint while
-# patching its own code, booting and under the tests (int3 in
-# sched_clock_cpu, dequeue_entities and pick_task_fair, 2026-12-06, with
-# a qemu thread per vCPU; vmnode.sh now gives them one): when any of it
-# fails and the VM's console shows a kernel panic, the console is shown
-# and kept, the node's pods are removed, and it all runs once more on a
-# VM booted again. A failure without a panic fails at once.
+# then CMD runs. When any of it fails and the VM's console shows a kernel
+# panic (vm/qemu.sh says why it can), it all runs once more on a VM booted
+# again, once the node's pods are removed. A failure without a panic
+# fails at once.
 on_vm_node() {
-  local policy=$1 attempt; shift
-  for attempt in 1 2; do
-    if CPU_POLICY=$policy IMAGES=$IMAGES bash k8s/vmnode.sh up && vm_sampler && "$@"; then
-      return 0
-    fi
-    [ "$attempt" = 1 ] && grep -q 'Kernel panic' "$LOGS/vm.log" || return 1
-    echo "k8s: the VM node's kernel panicked; its console's last lines (kept as $LOGS/vm-panicked.log):" >&2
-    tail -n 40 "$LOGS/vm.log" | sed 's/^/k8s:   /' >&2
-    cp "$LOGS/vm.log" "$LOGS/vm-panicked.log"
-    # Its kubelet is gone: nothing would confirm the pods' end.
-    kubectl delete pods --all-namespaces --field-selector "spec.nodeName=$NODE2" --force --grace-period=0 >/dev/null 2>&1 || true
-    bash k8s/vmnode.sh down
-    echo "k8s: $NODE2 and its tests once more, on the VM booted again" >&2
-  done
+  local policy=$1; shift
+  vm_once_more_after_panic k8s "$LOGS/vm.log" vm_node_gone vm_node_then "$policy" "$@"
+}
+vm_node_then() {
+  local policy=$1; shift
+  CPU_POLICY=$policy IMAGES=$IMAGES bash k8s/vmnode.sh up && vm_sampler && "$@"
+}
+# vm_node_gone: after a panic its kubelet is gone, and nothing would
+# confirm its pods' end.
+vm_node_gone() {
+  kubectl delete pods --all-namespaces --field-selector "spec.nodeName=$NODE2" --force --grace-period=0 >/dev/null 2>&1 || true
+  bash k8s/vmnode.sh down
 }
 
 vm_sampler() {

@@ -20,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . k8s/env.sh
 . k8s/node.sh
+. vm/qemu.sh
 
 fail() {
   echo "k8s: vm node: $1" >&2
@@ -74,19 +75,11 @@ network() {
   start vm-api socat "TCP-LISTEN:$API_PORT,bind=$VMNET_HOST,reuseaddr,fork" "TCP:127.0.0.1:$API_PORT"
 }
 
-# boot KDIR: the VM's qemu, in the link's network namespace. Its two
-# vCPUs take turns on one thread of qemu's (TCG, thread=single), unless
-# LIMITLAB_VM_ACCEL says otherwise: with a thread each, the kernel oopsed
-# on a stale breakpoint (int3) as the first test's pod came, in two of
-# three boots on 2026-12-06, where it patches its own code while another
-# vCPU runs it. One thread cost the two-node round 7.5 minutes against 6.
+# boot KDIR: the VM's qemu (vm/qemu.sh), in the link's network namespace,
+# its console in $LOGS/vm.log.
 boot() {
-  start vm nsenter --target "$(cat "$PIDS/vmnet.pid")" --net -- qemu-system-x86_64 \
-    ${LIMITLAB_VM_ACCEL:--accel tcg,thread=single} -cpu max -smp 2 -m 3G -nographic -no-reboot \
-    -kernel "$1/vmlinuz" -initrd "$1/initramfs.cpio.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=4 limitlab.guest=k8snode.sh limitlab.bfq_low_latency=0 limitlab.bfq_strict=1" \
-    -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$PWD,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
+  start vm nsenter --target "$(cat "$PIDS/vmnet.pid")" --net -- bash -c '. vm/qemu.sh; vm_qemu "$@"' vm "$1" 3G "" \
+    "limitlab.guest=k8snode.sh limitlab.bfq_low_latency=0 limitlab.bfq_strict=1" \
     -virtfs "local,path=$VMDIR,mount_tag=out,security_model=none" \
     -virtfs "local,path=$CACHE,mount_tag=k8s,security_model=none,readonly=on,multidevs=remap" \
     -drive "file=$VMDIR/disk.img,if=virtio,format=raw,cache=none,aio=threads" \
@@ -115,7 +108,7 @@ up() {
   truncate -s 8G "$VMDIR/disk.img"
   mkfs.ext4 -q -F "$VMDIR/disk.img"
   network
-  say "booting the VM node $NODE2 ($(basename "$kdir"), TCG, 2 vCPUs, ${LIMITLAB_VM_ACCEL:-one thread})"
+  say "booting the VM node $NODE2 ($(basename "$kdir"), TCG, 2 vCPUs, $(vm_accel))"
   boot "$kdir"
   wait_ready
   say "VM node up in $(echo "$(date +%s.%N) - $t0" | bc) s: $NODE2 Ready, $(kubectl get node "$NODE2" -o 'jsonpath={.status.nodeInfo.kernelVersion}, {.status.nodeInfo.containerRuntimeVersion}')"

@@ -4,7 +4,7 @@
 # the samples' formulas against the kernel's counters, the capability
 # probes, both stats sources, one lab of each family to its verdict, PSI.
 V2_ENGINE_TESTS='^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)$'
-V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
+V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled|TestMemoryHighLab)$/^(cpus-ladder|shares-contention|threads-vs-cpus|cpuset-one-thread|io-write-bps|io-read-limits)$'
 # Their core against Docker 26.1 in the VM, after the tests above on
 # 20.10: the files, counters and stats, the capability probe, a live
 # update, and one lab of each family (vm/guest.sh).
