@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
+
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -63,6 +65,9 @@ func limitsText(r experiments.Resources) string {
 	}
 	if r.CPUBurstUs > 0 {
 		parts = append(parts, "cpu_burst "+(time.Duration(r.CPUBurstUs)*time.Microsecond).String())
+	}
+	if r.MemoryHigh > 0 {
+		parts = append(parts, "memory_high "+units.BytesSize(float64(r.MemoryHigh)))
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -34,9 +34,9 @@ type Capabilities struct {
 	// Block IO weights, one each way, and throttles.
 	BlkioWeight, BlkioWeightDevice         Support
 	ReadBps, WriteBps, ReadIOps, WriteIOps Support
-	// CPUBurst is a CFS burst, which Limit Lab writes into the lane's
-	// cgroup itself.
-	CPUBurst Support
+	// CPUBurst is a CFS burst, and MemoryHigh cgroup v2's memory.high,
+	// which Limit Lab writes into the lane's cgroup itself.
+	CPUBurst, MemoryHigh Support
 }
 
 // fields are the capabilities by the names the spec's fields and the API
@@ -49,7 +49,7 @@ func (c *Capabilities) fields() map[string]*Support {
 		"blkio-weight": &c.BlkioWeight, "blkio-weight-device": &c.BlkioWeightDevice,
 		"device-read-bps": &c.ReadBps, "device-write-bps": &c.WriteBps,
 		"device-read-iops": &c.ReadIOps, "device-write-iops": &c.WriteIOps,
-		"cpu_burst": &c.CPUBurst,
+		"cpu_burst": &c.CPUBurst, "memory_high": &c.MemoryHigh,
 	}
 }
 

@@ -12,12 +12,12 @@ import (
 func TestCapabilitiesNameEveryLimit(t *testing.T) {
 	docker := limitSupport(system.Info{CPUCfsQuota: true, CPUCfsPeriod: true, CPUShares: true, CPUSet: true, MemoryLimit: true, PidsLimit: true,
 		Warnings: []string{"WARNING: No blkio weight support", "WARNING: No blkio weight_device support"}}, CgroupV1)
-	docker.CPUBurst = Support{Supported: true}
+	docker.CPUBurst, docker.MemoryHigh = Support{Supported: true}, Support{Reason: "cgroup v1"}
 	node := KubernetesHost(KubernetesNode{Name: "n", NCPU: 2, Cgroup: CgroupV2}).Caps
 	for name, c := range map[string]Capabilities{"docker": docker, "node": node} {
 		fields := c.ByField()
-		if len(fields) != 16 {
-			t.Errorf("%s: %d limits, want 16", name, len(fields))
+		if len(fields) != 17 {
+			t.Errorf("%s: %d limits, want 17", name, len(fields))
 		}
 		for f, s := range fields {
 			if !s.Supported && s.Reason == "" {

@@ -347,6 +347,33 @@ func (r *CgroupReader) TickFiles() []string {
 	return names
 }
 
+// WriteMemoryHigh gives the container memory.high of n bytes (cgroup v2):
+// above it the kernel reclaims and slows the container's allocations
+// rather than killing it. No engine has a flag for it, so the server
+// writes it, into this container's own cgroup only, once it exists.
+func (r *CgroupReader) WriteMemoryHigh(n int64) error {
+	if !r.v2 || r.dirs["unified"] == "" {
+		return errors.New("engine: memory.high is cgroup v2's, and the container has no v2 cgroup here")
+	}
+	return writeFile(filepath.Join(r.dirs["unified"], "memory.high"), strconv.FormatInt(n, 10))
+}
+
+// writeFile writes v into an existing cgroup file.
+func writeFile(path, v string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	_, err = f.WriteString(v)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("engine: %s into %s: %w", v, path, err)
+	}
+	return nil
+}
+
 // WriteCPUBurst gives the container a CFS burst of us microseconds: the
 // unused quota a period may carry over (cpu.cfs_burst_us on v1,
 // cpu.max.burst on v2). No engine has a flag for it, so the server writes
@@ -359,16 +386,8 @@ func (r *CgroupReader) WriteCPUBurst(us int64) error {
 	if dir == "" {
 		return errors.New("engine: the container has no cpu cgroup here")
 	}
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("engine: a CFS burst: %w", err)
-	}
-	_, err = f.WriteString(strconv.FormatInt(us, 10))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("engine: a CFS burst of %d µs in %s: %w", us, filepath.Join(dir, name), err)
+	if err := writeFile(filepath.Join(dir, name), strconv.FormatInt(us, 10)); err != nil {
+		return fmt.Errorf("a CFS burst: %w", err)
 	}
 	return nil
 }

@@ -57,9 +57,11 @@ type Docker struct{ Engine Engine }
 func (d Docker) Create(ctx context.Context, nl NewLane) (Created, error) {
 	c, err := CreateLane(ctx, d.Engine, nl.Instance, nl.RunID, nl.Index, nl.Lane, nl.Image, nl.TargetID, WithProgressFile(nl.ProgressFile), WithBegin(nl.Begin))
 	if err == nil {
-		// No engine applies a CFS burst: the server writes it once the
-		// container runs (CgroupReader.WriteCPUBurst), and reads it back.
+		// No engine applies a CFS burst or memory.high: the server
+		// writes them once the container runs (CgroupReader), and reads
+		// them back.
 		c.Applied.CPUBurstUs = nl.Lane.Resources.CPUBurstUs
+		c.Applied.MemoryHigh = nl.Lane.Resources.MemoryHigh
 		network := ""
 		if nl.Lane.Target >= 0 {
 			network = "container:" + ContainerName(nl.RunID, nl.Lane.Target)

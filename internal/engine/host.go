@@ -262,6 +262,7 @@ func engineHost(ctx context.Context, eng Engine, cgroupRoot string) (HostInfo, e
 		h.StatsNote = "no cgroup files visible under " + cgroupRoot + ": stats come from the engine's stats endpoint, once a second (mount the host's /sys/fs/cgroup read-only to read them directly)"
 	}
 	h.Caps.CPUBurst = burstSupport(h, local && visible)
+	h.Caps.MemoryHigh = memoryHighSupport(h, local && visible)
 	h.ProgressSource = ProgressLog // until a probe container shows the files can be read
 	h.Samples = h.Sampling()
 	if why, lacks := h.Samples.Lacks(SignalIOOps); lacks {
@@ -399,6 +400,27 @@ func platform(h HostInfo) string {
 		return "Kubernetes node " + h.Kube.Node + " " + h.Kube.KubeletVersion
 	}
 	return "Docker " + h.EngineVersion
+}
+
+// memoryHighSupport says whether the server can give a lane a memory.high:
+// no engine applies one, so the server writes it into the lane's cgroup
+// itself, which it can only on cgroup v2, where the engine is local and
+// its cgroup files are visible and writable here.
+func memoryHighSupport(h HostInfo, visible bool) Support {
+	switch {
+	case !h.CgroupV2():
+		return Support{Reason: "memory.high is cgroup v2's, and this host runs cgroup v1: its nearest, --memory-reservation, is a soft limit acted on only when the host runs short"}
+	case !visible:
+		return Support{Reason: "Limit Lab writes memory.high into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
+	}
+	matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "memory.high"))
+	if len(matches) == 0 {
+		return Support{Reason: "no memory.high under " + h.cgroupRoot + ": the memory controller is not enabled for the engine's cgroups"}
+	}
+	if err := unix.Access(matches[0], unix.W_OK); err != nil {
+		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes memory.high into the lane's cgroup itself"}
+	}
+	return Support{Supported: true}
 }
 
 // burstSupport says whether the server can give a lane a CFS burst: no

@@ -56,6 +56,7 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 		*fields[f] = Support{Reason: why}
 	}
 	h.Caps.CPUBurst = Support{Reason: "a pod's cgroup files are kubelet's to write: a CFS burst needs a local Docker engine"}
+	h.Caps.MemoryHigh = Support{Reason: "a pod's memory.high is kubelet's to write (Memory QoS, KEP-2570): memory.high needs a local Docker engine on cgroup v2"}
 	h.StatsSource = StatsCgroup
 	h.StatsNote = "read from the pods' cgroup files (kubepods) under " + n.CgroupRoot + " on node " + n.Name
 	if n.Sampler != "" {

@@ -66,6 +66,9 @@ func DockerRun(image string, w Workload, res Resources, network string) string {
 	if b := res.CPUBurstUs; b > 0 {
 		text += fmt.Sprintf("  # with cpu.cfs_burst_us %d (cpu.max.burst on cgroup v2) written into its cgroup: Docker has no flag for a CFS burst (moby/moby#44204)", b)
 	}
+	if b := res.MemoryHigh; b > 0 {
+		text += fmt.Sprintf("  # with memory.high %d written into its cgroup: Docker has no flag for it (--memory-reservation sets memory.low, moby/moby#49599)", b)
+	}
 	return text
 }
 

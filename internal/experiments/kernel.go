@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	units "github.com/docker/go-units"
 )
 
 // KernelFile is what one docker limit writes in the kernel: the cgroup
@@ -139,6 +141,10 @@ func (k *kernelFiles) cpu(r Resources) {
 		} else {
 			add("cpu_burst", value, "cpu", "cpu.cfs_burst_us", num(b))
 		}
+	}
+	if b := r.MemoryHigh; b > 0 && v2 {
+		// No engine writes it: the server does (CgroupReader.WriteMemoryHigh).
+		add("memory_high", units.BytesSize(float64(b)), "", "memory.high", num(b))
 	}
 	if s := r.CPUShares; s > 0 {
 		if v2 {

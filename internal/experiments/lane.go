@@ -44,6 +44,13 @@ func validateLane(i int, lane Lane, mode Mode, duration time.Duration, host Host
 		}
 		res.CPUBurstUs = us
 	}
+	if lane.MemoryHigh != "" {
+		b, why := memoryHigh(lane.MemoryHigh, res, host)
+		if why != "" {
+			add(i, "memory_high", "%s", why)
+		}
+		res.MemoryHigh = b
+	}
 	pl := PlannedLane{Name: name, Workload: w, Resources: res, Pod: pod, Target: -1}
 	for _, at := range []struct {
 		field, v string

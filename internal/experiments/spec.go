@@ -68,6 +68,12 @@ type Lane struct {
 	// the server writes into the lane's cgroup itself. Docker has no flag
 	// for it (moby/moby#44204), nor Kubernetes a field (#104516).
 	CPUBurst string `json:"cpu_burst,omitempty"`
+	// MemoryHigh is cgroup v2's memory.high ("96m"): above it the kernel
+	// reclaims the lane's memory and slows its allocations, where
+	// memory.max (--memory) kills. The server writes it into the lane's
+	// cgroup itself: Docker has no flag for it (--memory-reservation sets
+	// memory.low).
+	MemoryHigh string `json:"memory_high,omitempty"`
 }
 
 // Workload names a program of the project's workload image and its

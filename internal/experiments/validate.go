@@ -81,6 +81,9 @@ type Resources struct {
 	// CPUBurstUs is the lane's cpu_burst, in microseconds: no engine
 	// applies it, the server writes it into the lane's cgroup.
 	CPUBurstUs int64 `json:"cpu_burst_us,omitempty"`
+	// MemoryHigh is the lane's memory.high in bytes (cgroup v2), which
+	// the server writes too.
+	MemoryHigh int64 `json:"memory_high,omitempty"`
 }
 
 // DeviceRate is a device and a rate (bytes or operations per second) or a

@@ -116,12 +116,11 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	r.mu.Lock()
 	applied := r.st.lanes[i].applied // replaced, never changed in place, by a live change
 	r.mu.Unlock()
-	if applied != nil && applied.CPUBurstUs > 0 {
-		// Before the start barrier lets the lane's work begin.
-		if err := writeBurst(rd, applied.CPUBurstUs); err != nil {
-			x.setLane(i, func(l *laneState) { l.move(LaneExited); l.err = "cpu_burst: " + err.Error() })
-			return 0, false
-		}
+	// Before the start barrier lets the lane's work begin: what the
+	// server writes into the lane's cgroup itself.
+	if err := writeOwnLimits(rd, applied); err != nil {
+		x.setLane(i, func(l *laneState) { l.move(LaneExited); l.err = err.Error() })
+		return 0, false
 	}
 	readAt := time.Now()
 	first, ferr := rd.Read()
@@ -147,15 +146,36 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 	return pid, true
 }
 
-// writeBurst gives a lane its CFS burst, through the reader of its cgroup
-// files where the server can write them; validation refuses a burst
-// elsewhere (engine.HostInfo's cpu_burst support).
-func writeBurst(rd engine.Reader, us int64) error {
-	w, ok := rd.(interface{ WriteCPUBurst(us int64) error })
+// ownWriter is a reader of a lane's cgroup files that the server may write
+// (engine.CgroupReader, on a local engine).
+type ownWriter interface {
+	WriteCPUBurst(us int64) error
+	WriteMemoryHigh(n int64) error
+}
+
+// writeOwnLimits gives a lane the limits no engine applies, its CFS burst
+// and its memory.high, through the reader of its cgroup files where the
+// server can write them; validation refuses them elsewhere
+// (engine.Capabilities' CPUBurst and MemoryHigh).
+func writeOwnLimits(rd engine.Reader, applied *experiments.Resources) error {
+	if applied == nil || applied.CPUBurstUs == 0 && applied.MemoryHigh == 0 {
+		return nil
+	}
+	w, ok := rd.(ownWriter)
 	if !ok {
 		return errors.New("the lane's cgroup files are not the server's to write here")
 	}
-	return w.WriteCPUBurst(us)
+	if us := applied.CPUBurstUs; us > 0 {
+		if err := w.WriteCPUBurst(us); err != nil {
+			return fmt.Errorf("cpu_burst: %w", err)
+		}
+	}
+	if n := applied.MemoryHigh; n > 0 {
+		if err := w.WriteMemoryHigh(n); err != nil {
+			return fmt.Errorf("memory_high: %w", err)
+		}
+	}
+	return nil
 }
 
 // laneEnd is how a lane ended: when, whether its time ran out or it was
