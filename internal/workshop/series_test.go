@@ -113,32 +113,7 @@ func waitEnded(t *testing.T, m *workshop.Manager, id string) runner.RunView {
 // alone: each is done as soon as the participant's live change includes
 // it, and a change that does not match leaves the step waiting for it.
 func TestFakeGuidedStepsFollowChanges(t *testing.T) {
-	lab := `{"id": "fake-guided", "title": "Fake guided", "topic": "cpu",
-	  "steps": [
-	    {"prompt": "Halve it", "change": {"lane": "a", "limits": {"cpus": "0.5"}}},
-	    {"prompt": "Quarter it", "change": {"lane": "a", "limits": {"cpus": "0.25"}}}
-	  ],
-	  "spec": {"name": "guided", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "1"}}]}}`
-	l, broken := experiments.ParseLabFile("fake.json", []byte(lab))
-	if broken != nil {
-		t.Fatal(broken)
-	}
-	prev := experiments.Current()
-	experiments.Install(experiments.NewCatalog([]experiments.Lab{l}, nil))
-	t.Cleanup(func() { experiments.Install(prev) })
-
-	fake := enginefake.New()
-	fake.Runtime = time.Minute
-	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1})
-	r, err := fakeSubmit(t, m, "ann", `{"lab": "fake-guided"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the lane never ran")
-		}
-	}
+	m, r := runningGuided(t, workshop.Options{MaxRunning: 1})
 	states := func() string {
 		var s []string
 		for _, st := range r.View().Steps {
@@ -175,32 +150,7 @@ func TestFakeGuidedStepsFollowChanges(t *testing.T) {
 // first step shows its second as unfinished, not acted on, and an export
 // imports the same.
 func TestFakeGuidedStepsUnfinishedAtTheEnd(t *testing.T) {
-	lab := `{"id": "fake-guided-left", "title": "Fake guided", "topic": "cpu",
-	  "steps": [
-	    {"prompt": "Halve it", "change": {"lane": "a", "limits": {"cpus": "0.5"}}},
-	    {"prompt": "Quarter it", "change": {"lane": "a", "limits": {"cpus": "0.25"}}}
-	  ],
-	  "spec": {"name": "guided", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "1"}}]}}`
-	l, broken := experiments.ParseLabFile("fake.json", []byte(lab))
-	if broken != nil {
-		t.Fatal(broken)
-	}
-	prev := experiments.Current()
-	experiments.Install(experiments.NewCatalog([]experiments.Lab{l}, nil))
-	t.Cleanup(func() { experiments.Install(prev) })
-
-	fake := enginefake.New()
-	fake.Runtime = time.Minute
-	m := fakeManager(t, fake, workshop.Options{MaxRunning: 1, Store: fakeStore(t)})
-	r, err := fakeSubmit(t, m, "ann", `{"lab": "fake-guided-left"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the lane never ran")
-		}
-	}
+	m, r := runningGuided(t, workshop.Options{MaxRunning: 1, Store: fakeStore(t)})
 	if _, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{CPUs: "0.5"}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,4 +178,37 @@ func TestFakeGuidedStepsUnfinishedAtTheEnd(t *testing.T) {
 	}
 	v, _ := m.Archive().View(id)
 	check("the import", v.Steps)
+}
+
+// runningGuided installs a guided lab of two changes of one lane's
+// --cpus, and starts it on the fake engine with opts: the manager and the
+// run, its lane running.
+func runningGuided(t *testing.T, opts workshop.Options) (*workshop.Manager, *runner.Run) {
+	t.Helper()
+	lab := `{"id": "fake-guided", "title": "Fake guided", "topic": "cpu",
+	  "steps": [
+	    {"prompt": "Halve it", "change": {"lane": "a", "limits": {"cpus": "0.5"}}},
+	    {"prompt": "Quarter it", "change": {"lane": "a", "limits": {"cpus": "0.25"}}}
+	  ],
+	  "spec": {"name": "guided", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 60}, "limits": {"cpus": "1"}}]}}`
+	l, broken := experiments.ParseLabFile("fake.json", []byte(lab))
+	if broken != nil {
+		t.Fatal(broken)
+	}
+	prev := experiments.Current()
+	experiments.Install(experiments.NewCatalog([]experiments.Lab{l}, nil))
+	t.Cleanup(func() { experiments.Install(prev) })
+	fake := enginefake.New()
+	fake.Runtime = time.Minute
+	m := fakeManager(t, fake, opts)
+	r, err := fakeSubmit(t, m, "ann", `{"lab": "fake-guided"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.View().Lanes[0].State != runner.LaneRunning; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lane never ran")
+		}
+	}
+	return m, r
 }
