@@ -1,6 +1,13 @@
 package engine
 
-import "strconv"
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moby/moby/api/types/system"
+	"golang.org/x/sys/unix"
+)
 
 // CgroupVersion is the cgroup hierarchy of an engine's host: v1, or the
 // unified v2.
@@ -67,4 +74,92 @@ func (c Capabilities) ByField() map[string]Support {
 func (c *Capabilities) setIO(weight, throttle Support) {
 	c.BlkioWeight, c.BlkioWeightDevice = weight, weight
 	c.ReadBps, c.WriteBps, c.ReadIOps, c.WriteIOps = throttle, throttle, throttle, throttle
+}
+
+// limitSupport is, for each limit flag, whether the engine applies it, as
+// its info says: the kernel's CFS, cpuset, memory and pids support, and
+// the block IO control its warnings say it lacks.
+func limitSupport(i system.Info, cgroup CgroupVersion) Capabilities {
+	kernel := func(what string) string {
+		return "the engine reports no kernel support for " + what + " (cgroup " + cgroup.String() + ")"
+	}
+	support := func(ok bool, why string) Support {
+		if ok {
+			return Support{Supported: true}
+		}
+		return Support{Reason: why}
+	}
+	c := Capabilities{
+		CPUs:              support(i.CPUCfsQuota && i.CPUCfsPeriod, kernel("CFS bandwidth control")),
+		CPUPeriod:         support(i.CPUCfsPeriod, kernel("the CFS period")),
+		CPUQuota:          support(i.CPUCfsQuota, kernel("the CFS quota")),
+		CPUShares:         support(i.CPUShares, kernel("CPU shares")),
+		CpusetCPUs:        support(i.CPUSet, kernel("cpusets")),
+		Memory:            support(i.MemoryLimit, kernel("memory limits")),
+		MemoryReservation: support(i.MemoryLimit, kernel("memory limits")),
+		MemorySwap:        support(i.SwapLimit, kernel("swap limits")),
+		PidsLimit:         support(i.PidsLimit, kernel("pids limits")),
+	}
+	// The engine says what block IO control it lacks in its warnings
+	// (docker info prints them), e.g. "WARNING: No blkio weight support".
+	lacks := func(what string) bool {
+		for _, w := range i.Warnings {
+			if strings.Contains(w, "No blkio "+what+" support") {
+				return true
+			}
+		}
+		return false
+	}
+	io := func(what string) Support {
+		return support(!lacks(what), "the engine reports no blkio "+what+" support (weights need the BFQ or CFQ I/O scheduler as the engine looks for it)")
+	}
+	c.BlkioWeight, c.BlkioWeightDevice = io("weight"), io("weight_device")
+	c.ReadBps, c.WriteBps = io("throttle.read_bps_device"), io("throttle.write_bps_device")
+	c.ReadIOps, c.WriteIOps = io("throttle.read_iops_device"), io("throttle.write_iops_device")
+	return c
+}
+
+// memoryHighSupport says whether the server can give a lane a memory.high:
+// no engine applies one, so the server writes it into the lane's cgroup
+// itself, which it can only on cgroup v2, where the engine is local and
+// its cgroup files are visible and writable here.
+func memoryHighSupport(h HostInfo, visible bool) Support {
+	switch {
+	case !h.CgroupV2():
+		return Support{Reason: "memory.high is cgroup v2's, and this host runs cgroup v1: its nearest, --memory-reservation, is a soft limit acted on only when the host runs short"}
+	case !visible:
+		return Support{Reason: "Limit Lab writes memory.high into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
+	}
+	matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "memory.high"))
+	if len(matches) == 0 {
+		return Support{Reason: "no memory.high under " + h.cgroupRoot + ": the memory controller is not enabled for the engine's cgroups"}
+	}
+	if err := unix.Access(matches[0], unix.W_OK); err != nil {
+		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes memory.high into the lane's cgroup itself"}
+	}
+	return Support{Supported: true}
+}
+
+// burstSupport says whether the server can give a lane a CFS burst: no
+// engine applies one, so the server writes it into the lane's cgroup
+// itself, which it can only where the engine is local, its cgroup files
+// are visible and writable here, and the kernel has the file (5.14+).
+func burstSupport(h HostInfo, visible bool) Support {
+	if !visible {
+		return Support{Reason: "Limit Lab writes a CFS burst into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
+	}
+	file := filepath.Join(h.cgroupRoot, "cpu", "cpu.cfs_burst_us")
+	if h.CgroupV2() {
+		matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "cpu.max.burst"))
+		if len(matches) == 0 {
+			return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.max.burst: a CFS burst needs Linux 5.14 or later"}
+		}
+		file = matches[0]
+	} else if !fileExists(file) {
+		return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.cfs_burst_us: a CFS burst needs Linux 5.14 or later"}
+	}
+	if err := unix.Access(file, unix.W_OK); err != nil {
+		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes a CFS burst into the lane's cgroup itself"}
+	}
+	return Support{Supported: true}
 }
