@@ -323,12 +323,18 @@ func TestTheReleasedImageRunsWithDockerRun(t *testing.T) {
 	port := freePort(t)
 	name := "limitlab-release-test"
 	_ = exec.Command("docker", "rm", "-f", name).Run()
+	// The store on a volume of its own, as the README's line has it
+	// (limitlab-data there), removed with the container.
+	volume := name + "-data"
 	run(t, "", nil, "docker", "run", "-d", "--name", name, "-p", "127.0.0.1:"+port+":8080",
-		"-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", "/sys/fs/cgroup:/host/sys/fs/cgroup:ro", ref)
+		"-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", "/sys/fs/cgroup:/host/sys/fs/cgroup:ro", "-v", volume+":/data", ref)
 	t.Cleanup(func() {
 		logs, _ := exec.Command("docker", "logs", name).CombinedOutput()
 		_ = exec.Command("docker", "stop", "-t", "40", name).Run()
-		_ = exec.Command("docker", "rm", "-f", name).Run()
+		_ = exec.Command("docker", "rm", "-f", "-v", name).Run()
+		if out, err := exec.Command("docker", "volume", "rm", volume).CombinedOutput(); err != nil {
+			t.Errorf("the store's volume: %v: %s", err, out)
+		}
 		removeWorkloadImages(t, string(logs))
 	})
 	labToVerdict(t, "http://127.0.0.1:"+port)
