@@ -64,11 +64,23 @@ function showTip(u, tip, m, lanes) {
 
 // foldEmpty names the folded charts on one line: those with nothing to
 // draw, then those the run does not study in which nothing notable
-// happened. A click on a name unfolds its chart.
+// happened. A click on a name unfolds its chart. The line is made anew
+// only when which charts it names changes (a name replaced under the
+// pointer at every tick would never take a click); each tick only
+// renews what the names say on hover.
 function foldEmpty(line, empty, quiet, unfold) {
+  const why = (c) => (c.box.classList.contains("empty") ? c.m.empty
+    : `At most ${fmt(c.peak, c.m.digits)}${c.peakLimit ? ` against a limit of ${fmt(c.peakLimit, c.m.digits)}` : ""}: no lane came near its limit or did more than its start needed. Click to draw it.`);
+  const names = `${empty.map((c) => c.m.key)}|${quiet.map((c) => c.m.key)}`;
+  if (line.dataset.names === names) {
+    const all = [...empty, ...quiet];
+    line.querySelectorAll(".folded").forEach((b, i) => { b.title = why(all[i]); });
+    return;
+  }
+  line.dataset.names = names;
   line.hidden = empty.length + quiet.length === 0;
   line.replaceChildren();
-  const group = (label, list, why) => {
+  const group = (label, list) => {
     if (!list.length) return;
     if (line.childNodes.length) line.appendChild(document.createTextNode(". "));
     line.appendChild(document.createTextNode(label));
@@ -84,9 +96,8 @@ function foldEmpty(line, empty, quiet, unfold) {
       line.appendChild(name);
     });
   };
-  group("Nothing to draw yet: ", empty, (c) => c.m.empty);
-  group("Nothing notable, not what this run studies: ", quiet,
-    (c) => `At most ${fmt(c.peak, c.m.digits)}${c.peakLimit ? ` against a limit of ${fmt(c.peakLimit, c.m.digits)}` : ""}: no lane came near its limit or did more than its start needed. Click to draw it.`);
+  group("Nothing to draw yet: ", empty);
+  group("Nothing notable, not what this run studies: ", quiet);
 }
 
 // createCharts draws the charts of a run into el; getRun is the run's

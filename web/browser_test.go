@@ -249,6 +249,13 @@ func TestBrowserRunsALabToItsVerdict(t *testing.T) {
 	if len(drawn) == 0 || drawn[0] != "chart-cpu" || !strings.Contains(folded, "Nothing notable, not what this run studies: Memory") {
 		t.Errorf("drawn %q, folded %q", drawn, folded)
 	}
+	// A click on a folded name draws its chart.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="empty-charts"] .folded[data-key="mem"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="chart-mem"]`)),
+	); err != nil {
+		t.Errorf("unfolding the memory chart: %v", err)
+	}
 	// The lab sets no quota: its throttling charts have nothing to draw.
 	if !strings.HasPrefix(folded, "Nothing to draw yet: ") || !strings.Contains(folded, "CFS throttled time") || strings.Contains(folded, "Workload throughput") {
 		t.Errorf("the folded line %q", folded)

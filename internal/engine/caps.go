@@ -124,20 +124,11 @@ func limitSupport(i system.Info, cgroup CgroupVersion) Capabilities {
 // itself, which it can only on cgroup v2, where the engine is local and
 // its cgroup files are visible and writable here.
 func memoryHighSupport(h HostInfo, visible bool) Support {
-	switch {
-	case !h.CgroupV2():
+	if !h.CgroupV2() {
 		return Support{Reason: "memory.high is cgroup v2's, and this host runs cgroup v1: its nearest, --memory-reservation, is a soft limit acted on only when the host runs short"}
-	case !visible:
-		return Support{Reason: "Limit Lab writes memory.high into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
 	}
-	matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "memory.high"))
-	if len(matches) == 0 {
-		return Support{Reason: "no memory.high under " + h.cgroupRoot + ": the memory controller is not enabled for the engine's cgroups"}
-	}
-	if err := unix.Access(matches[0], unix.W_OK); err != nil {
-		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes memory.high into the lane's cgroup itself"}
-	}
-	return Support{Supported: true}
+	return serverWrites(h, visible, "memory.high", "*/memory.high",
+		"no memory.high under "+h.cgroupRoot+": the memory controller is not enabled for the engine's cgroups")
 }
 
 // burstSupport says whether the server can give a lane a CFS burst: no
@@ -145,21 +136,28 @@ func memoryHighSupport(h HostInfo, visible bool) Support {
 // itself, which it can only where the engine is local, its cgroup files
 // are visible and writable here, and the kernel has the file (5.14+).
 func burstSupport(h HostInfo, visible bool) Support {
-	if !visible {
-		return Support{Reason: "Limit Lab writes a CFS burst into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
-	}
-	file := filepath.Join(h.cgroupRoot, "cpu", "cpu.cfs_burst_us")
+	file := "cpu/cpu.cfs_burst_us"
 	if h.CgroupV2() {
-		matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, "*", "cpu.max.burst"))
-		if len(matches) == 0 {
-			return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.max.burst: a CFS burst needs Linux 5.14 or later"}
-		}
-		file = matches[0]
-	} else if !fileExists(file) {
-		return Support{Reason: "this kernel (" + h.Kernel + ") has no cpu.cfs_burst_us: a CFS burst needs Linux 5.14 or later"}
+		file = "*/cpu.max.burst"
 	}
-	if err := unix.Access(file, unix.W_OK); err != nil {
-		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes a CFS burst into the lane's cgroup itself"}
+	return serverWrites(h, visible, "a CFS burst", file,
+		"this kernel ("+h.Kernel+") has no "+filepath.Base(file)+": a CFS burst needs Linux 5.14 or later")
+}
+
+// serverWrites says whether the server can write what (a limit no engine
+// applies) into a lane's cgroup itself: the engine's cgroup files must be
+// visible here, the file (a pattern under the cgroup root) there, and
+// writable; missing says why when it is not there.
+func serverWrites(h HostInfo, visible bool, what, file, missing string) Support {
+	if !visible {
+		return Support{Reason: "Limit Lab writes " + what + " into the lane's cgroup itself, and this engine's cgroup files are not visible here (" + h.StatsNote + ")"}
+	}
+	matches, _ := filepath.Glob(filepath.Join(h.cgroupRoot, file))
+	if len(matches) == 0 {
+		return Support{Reason: missing}
+	}
+	if err := unix.Access(matches[0], unix.W_OK); err != nil {
+		return Support{Reason: "the cgroup files here are not writable (" + err.Error() + "; compose mounts them read-only): Limit Lab writes " + what + " into the lane's cgroup itself"}
 	}
 	return Support{Supported: true}
 }

@@ -28,11 +28,7 @@ type rawSpec struct {
 func Parse(data []byte) (Spec, Errors) {
 	raw, errs := decodeRaw(data)
 	if errs != nil || raw.Lab == "" {
-		spec, errs := lanesOf(raw, errs)
-		if errs == nil {
-			errs = RefuseImages(spec)
-		}
-		return spec, errs
+		return clientLanes(raw, errs)
 	}
 	lab, ok := LabByID(raw.Lab)
 	switch {
@@ -56,16 +52,10 @@ func Parse(data []byte) (Spec, Errors) {
 // otherwise; either way the lanes are checked as a client's are.
 func ParseRecorded(data []byte) (Spec, Errors) {
 	raw, errs := decodeRaw(data)
-	if errs != nil || raw.Lab == "" {
-		return Parse(data)
-	}
 	id := raw.Lab
 	raw.Lab = ""
-	spec, errs := lanesOf(raw, nil)
-	if errs == nil {
-		errs = RefuseImages(spec)
-	}
-	if errs != nil {
+	spec, errs := clientLanes(raw, errs)
+	if errs != nil || id == "" {
 		return spec, errs
 	}
 	if lab, ok := LabByID(id); ok {
@@ -76,6 +66,16 @@ func ParseRecorded(data []byte) (Spec, Errors) {
 		}
 	}
 	return spec, nil
+}
+
+// clientLanes is a spec of lanes as a client gives them: each lane
+// decoded on its own, and no image the server does not allow.
+func clientLanes(raw rawSpec, errs Errors) (Spec, Errors) {
+	spec, errs := lanesOf(raw, errs)
+	if errs == nil {
+		errs = RefuseImages(spec)
+	}
+	return spec, errs
 }
 
 // parseCustom parses a spec that must not name a lab: a lab's own.

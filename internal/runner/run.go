@@ -54,9 +54,13 @@ type Env struct {
 
 // Experiments is what validation needs of the engine's host, with the
 // server's default memory.
-func (e *Env) Experiments() experiments.Host {
-	h := e.Host.Experiments()
-	h.DefaultMemory = e.DefaultMemory
+func (e *Env) Experiments() experiments.Host { return Experiments(e.Host, e.DefaultMemory) }
+
+// Experiments is what validation needs of host, on a server whose lanes
+// that set no memory limit get defaultMemory.
+func Experiments(host engine.HostInfo, defaultMemory int64) experiments.Host {
+	h := host.Experiments()
+	h.DefaultMemory = defaultMemory
 	return h
 }
 

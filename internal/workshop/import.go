@@ -70,8 +70,7 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 	steps := runner.StepViews(plan)
 	if len(v.Steps) == len(steps) {
 		for k, s := range v.Steps {
-			switch s.State {
-			case runner.StepWaiting, runner.StepActive, runner.StepDone, runner.StepUnfinished:
+			if s.State == runner.StepDone {
 				steps[k].State = s.State
 			}
 			if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {

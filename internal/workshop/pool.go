@@ -372,11 +372,11 @@ type fit struct {
 func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
 	hosts := p.readyHosts()
 	if len(hosts) == 0 {
-		return experiments.Validate(spec, p.experiments(p.opts.Host))
+		return experiments.Validate(spec, runner.Experiments(p.opts.Host, p.opts.DefaultMemory))
 	}
 	var first experiments.Errors
 	for i, h := range hosts {
-		plan, errs := experiments.Validate(spec, p.experiments(h))
+		plan, errs := experiments.Validate(spec, runner.Experiments(h, p.opts.DefaultMemory))
 		if len(errs) == 0 {
 			return plan, nil
 		}
@@ -389,12 +389,6 @@ func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Er
 
 // readyHosts are the hosts of the engines that are made ready, in the
 // pool's order.
-// experiments is what validation needs of a host, with the server's
-// default memory.
-func (p *Pool) experiments(h engine.HostInfo) experiments.Host {
-	return (&runner.Env{Host: h, DefaultMemory: p.opts.DefaultMemory}).Experiments()
-}
-
 func (p *Pool) readyHosts() []engine.HostInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
