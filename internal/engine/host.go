@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,9 @@ type HostInfo struct {
 	// Images are the facilitator's images the server allows, each with
 	// whether the engine has it (HostProbe.Images).
 	Images map[string]bool
+	// RuntimesImage is the image a runtimes lane runs here (ensureRuntimes);
+	// when it is empty, NoRuntimes says why.
+	RuntimesImage, NoRuntimes string
 	// IO is what the block IO probe container showed (probeIO); nil until
 	// a probe ran.
 	IO *IOProbe
@@ -161,6 +165,9 @@ func (h HostInfo) Experiments() experiments.Host {
 	for name, present := range h.Images {
 		eh.Images[name] = present
 	}
+	if h.RuntimesImage == "" {
+		eh.NoRuntimes = cmp.Or(h.NoRuntimes, NoRuntimesBase)
+	}
 	if h.local {
 		eh.DeviceExists = isBlockDevice
 		eh.DiskFree = FreeBytes(h.dataRoot)
@@ -208,6 +215,7 @@ func ProbeHost(ctx context.Context, eng Engine, p HostProbe) (HostInfo, error) {
 	}
 	if p.Image != "" {
 		probeIO(ctx, eng, &h, p.Image, log)
+		h.RuntimesImage, h.NoRuntimes = ensureRuntimes(ctx, eng, p.Image, log)
 	}
 	if p.Sampler != nil {
 		// After the IO probe, which reads its container's files here

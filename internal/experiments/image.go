@@ -87,6 +87,9 @@ func imageRefused(lane int, field string) FieldError {
 // checkAllowed refuses a facilitator's service whose image this engine
 // does not have, or this server does not allow.
 func checkAllowed(i int, w Workload, h Host) *FieldError {
+	if w.Kind == KindRuntimes {
+		return checkRuntimes(i, h)
+	}
 	if w.Kind != KindImage {
 		return nil
 	}
@@ -100,6 +103,17 @@ func checkAllowed(i int, w Workload, h Host) *FieldError {
 		return &FieldError{Lane: i, Field: "workload.image", Message: fmt.Sprintf("this server does not allow the image %q: its facilitator starts it with -allow-image %s", w.Image, w.Image)}
 	case !present:
 		return &FieldError{Lane: i, Field: "workload.image", Message: fmt.Sprintf("the image %q is not on this engine, and nothing is pulled: build or load it there", w.Image)}
+	}
+	return nil
+}
+
+// checkRuntimes refuses the runtimes workload where its image is not.
+func checkRuntimes(i int, h Host) *FieldError {
+	switch {
+	case h.Kubernetes:
+		return &FieldError{Lane: i, Field: "workload.kind", Message: "the runtimes workload runs on Docker engines only: its image is built on the engine (images/runtimes), not pulled by a node"}
+	case h.NoRuntimes != "":
+		return &FieldError{Lane: i, Field: "workload.kind", Message: h.NoRuntimes}
 	}
 	return nil
 }

@@ -54,8 +54,9 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 		return fail("topic", []string{"topic"}, "want a topic of 1 to 32 lowercase letters, digits and dashes (the built-in ones are %s), got %q",
 			strings.Join(Topics, ", "), l.Topic)
 	}
-	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || v.Tolerance <= 0) {
-		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance, got %q and %g", Metrics, v.Metric, v.Tolerance)
+	// The runtimes' rules carry their own slack.
+	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || (v.Tolerance <= 0) != (v.Metric == MetricRuntimes)) {
+		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance (none for %s), got %q and %g", Metrics, MetricRuntimes, v.Metric, v.Tolerance)
 	}
 	if v := l.Verdict; v != nil && len(v.ToleranceWhy) > 500 {
 		return fail("verdict.tolerance_why", []string{"verdict", "tolerance_why"}, "at most 500 characters")
@@ -86,7 +87,7 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 }
 
 // Metrics are the verdicts a lab may ask for.
-var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling, MetricBurst}
+var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling, MetricBurst, MetricRuntimes}
 
 // specField names a spec's problem as a lab file's field.
 func specField(e FieldError) string {

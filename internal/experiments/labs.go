@@ -112,6 +112,11 @@ func (l Lab) Shows(h Host) (bool, string) {
 	}
 	spec, _ := parseCustom(l.Spec)
 	for _, lane := range spec.Lanes {
+		if lane.Workload.Kind == KindRuntimes {
+			if e := checkRuntimes(0, h); e != nil {
+				return false, "this host cannot show it: " + e.Message
+			}
+		}
 		if _, _, errs := resolveLane(lane, lane.Workload, h); errs != nil {
 			return false, "this host cannot show it: " + errs[0].Field + ": " + errs[0].Message
 		}

@@ -45,6 +45,10 @@ type Host struct {
 	// unknown (a lab file read on its own): images go unchecked then, and
 	// are checked against the engine before any run.
 	Images map[string]bool
+	// NoRuntimes says why the runtimes workload cannot run on this
+	// engine (its image is not there); "" when it can, or when nothing is
+	// known (a lab file read on its own).
+	NoRuntimes string
 	// CPUManager is the node's kubelet CPU manager policy, as a probe pod
 	// found it ("static", "none"; empty when unknown or not Kubernetes),
 	// and CPUManagerNote what the probe saw. Under the static policy a

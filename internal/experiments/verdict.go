@@ -28,6 +28,9 @@ type Verdict struct {
 	// the tolerance all the same: the host's load could have decided the
 	// verdict, and did not move it past the prediction.
 	Held bool `json:"held,omitempty"`
+	// Runtimes are a runtimes lab's cells, each runtime's figure in each
+	// lane beside its rule's prediction.
+	Runtimes []RuntimeCell `json:"runtimes,omitempty"`
 }
 
 // JudgedBy is the verdict a run of the plan is judged by: its lab's, or

@@ -22,7 +22,7 @@ const (
 )
 
 // Kinds lists the workload kinds in the order the builder offers them.
-var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad, KindDiskWrite, KindDiskRead}
+var Kinds = []string{KindMD5, KindPrimes, KindSpin, KindMem, KindHTTP, KindLoad, KindDiskWrite, KindDiskRead, KindRuntimes}
 
 // Disk says whether the workload does block IO, and so needs a volume.
 func (w Workload) Disk() bool { return w.Kind == KindDiskWrite || w.Kind == KindDiskRead }
@@ -42,6 +42,8 @@ func (w Workload) Unit() string {
 		return "req/s"
 	case KindDiskWrite, KindDiskRead:
 		return "MB/s"
+	case KindRuntimes:
+		return "rounds/s"
 	}
 	return ""
 }
@@ -118,6 +120,11 @@ func checkKind(w *Workload, add func(field, format string, args ...any)) (k kind
 			if n, err := strconv.Atoi(g); err != nil || n < 1 || n > 1024 {
 				add("workload.gomaxprocs", "want auto, host or a number from 1 to 1024, got %q", g)
 			}
+		}
+	case KindRuntimes:
+		k.usesSeconds = true
+		if w.Seconds == 0 {
+			w.Seconds = 10
 		}
 	case KindImage:
 		// seconds 0: serve until the lanes that load it have ended.

@@ -157,10 +157,14 @@ func (x *execution) judgeLocked() {
 		v = experiments.JudgeThrottling(*spec, r.plan, throttleOutcomesLocked(r), host.NCPU)
 	case experiments.MetricBurst:
 		v = experiments.JudgeBurst(*spec, r.plan, burstOutcomesLocked(r), host.NCPU)
+	case experiments.MetricRuntimes:
+		v, v.Runtimes = experiments.JudgeRuntimes(*spec, r.plan, runtimeLanesLocked(r),
+			experiments.RuntimeHost{NCPU: host.NCPU, MemTotal: r.env.Host.MemTotal})
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}
-	if x.load != nil {
+	// What a runtime believes it has does not depend on the host's load.
+	if x.load != nil && spec.Metric != experiments.MetricRuntimes {
 		v = experiments.JudgeNoise(v, host.NCPU, rows())
 	}
 	if why := spec.ToleranceWhy; why != "" && v.Judged {

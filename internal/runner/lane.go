@@ -221,6 +221,7 @@ func (x *execution) endLane(i int, exit engine.Exit, e laneEnd) {
 		// include the runtime's start-up.
 		l.wall, l.user, l.sys = s.WallS, s.UserS, s.SysS
 		l.throughput, l.iops = s.Throughput, s.IOPS
+		l.keepRuntimes(r.plan.Lanes[i].Workload.Kind, s.Runtimes)
 		// What it used after its last reading is the run's, not the
 		// host's foreign load: the next host sample counts it.
 		if extra := (s.UserS+s.SysS)*1e9 - float64(l.prev.CPUNs); extra > 0 {

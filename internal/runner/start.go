@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments"
 )
 
 // createAll creates every lane's container and reads back what the engine
@@ -37,8 +38,12 @@ func (x *execution) createAll(ctx context.Context) bool {
 			targetID = r.st.lanes[l.Target].id
 			r.mu.Unlock()
 		}
+		image := r.env.Image
+		if l.Workload.Kind == experiments.KindRuntimes {
+			image = r.env.Host.RuntimesImage
+		}
 		c, err := r.env.backend().Create(engineCtx, engine.NewLane{Instance: r.env.Instance, RunID: r.id, Index: i, Lane: l,
-			Image: r.env.Image, TargetID: targetID, ProgressFile: r.env.Host.ReadsProgressFiles(), Begin: x.barriers[i] != nil, Deadline: r.plan.Duration})
+			Image: image, TargetID: targetID, ProgressFile: r.env.Host.ReadsProgressFiles(), Begin: x.barriers[i] != nil, Deadline: r.plan.Duration})
 		if c.ID != "" {
 			r.mu.Lock()
 			r.st.lanes[i].id = c.ID

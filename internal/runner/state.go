@@ -133,10 +133,12 @@ type laneState struct {
 	timedOut           bool
 	// asked: a facilitator's service was asked to stop once its loads
 	// had ended (stopIdleService), which is how it completes.
-	asked          bool
-	completed      bool // ran to its end, for the model
-	totals         engine.Counters
-	summary        *wire.Line
+	asked     bool
+	completed bool // ran to its end, for the model
+	totals    engine.Counters
+	summary   *wire.Line
+	// runtimes are a runtimes lane's rounds, checked (wire.CheckRuntimeRounds).
+	runtimes       []wire.RuntimeRound
 	expected       *float64
 	predictedCores *float64
 	predictedWall  *float64

@@ -92,6 +92,8 @@ type LaneResult struct {
 	// Failure is why the workload could not do its work, as its summary
 	// names it ("unanswered": a load's service never answered).
 	Failure wire.FailureKind `json:"failure,omitempty"`
+	// Runtimes are a runtimes lane's first and last rounds of reports.
+	Runtimes []wire.RuntimeRound `json:"runtimes,omitempty"`
 }
 
 // Phase is a stretch of a run between two phase bounds, as one lane saw it.
@@ -329,6 +331,7 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	if lv.Service = pl.Workload.Kind == experiments.KindHTTP; lv.Service {
 		lv.GOMAXPROCS = l.gomaxprocs
 	}
+	lv.Runtimes = l.runtimes
 	if s := l.summary; s != nil {
 		lv.Result, lv.Failure = s.Result, s.Failure
 		if pl.Workload.Kind == experiments.KindLoad {

@@ -21,6 +21,9 @@ type job struct {
 	rss     bool       // progress carries the resident memory
 	load    *loadStats // a load's latency and failures
 	ops     *counter   // IO operations, for the disk workloads
+	// runtimes are the language runtimes' reports, of the runtimes
+	// workload.
+	runtimes *runtimeRounds
 }
 
 // jobOf is the job of cmd's kind, with the Go runtime set for it.
@@ -60,6 +63,11 @@ func jobOf(cmd *wire.Command) (job, error) {
 		j.work = func(c *counter) (string, error) {
 			return diskReadWork(*dir, *bs, *mb, max(*depth, 1), *seconds, c, j.ops)
 		}
+	case "runtimes":
+		// GOMAXPROCS is left to the runtime: it is one of the figures.
+		j.unit = "rounds"
+		j.runtimes = &runtimeRounds{}
+		j.work = func(c *counter) (string, error) { return runtimesWork(*seconds, j.runtimes, c) }
 	case "load":
 		if *target == "" || (*requests == 0 && *seconds == 0) {
 			return j, errors.New("load needs -target and -requests or -seconds")

@@ -151,6 +151,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		sum.Ops = j.ops.get()
 		sum.IOPS = sum.Ops / wall
 	}
+	if j.runtimes != nil {
+		sum.Runtimes = j.runtimes.rounds()
+	}
 	return enc.Encode(sum)
 }
 

@@ -105,6 +105,9 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 	if err := cleanChanges(v); err != nil {
 		return err
 	}
+	if err := cleanRuntimes(v); err != nil {
+		return err
+	}
 	for k, ev := range v.Events {
 		if ev.Lane < 0 || ev.Lane >= len(v.Lanes) || (ev.Kind != engine.EventOOM && ev.Kind != engine.EventDie) {
 			return fmt.Errorf("event %d: %q on lane %d, which cannot be", k, ev.Kind, ev.Lane)

@@ -44,6 +44,9 @@ type Summary struct {
 	// not: the summary of a workload that failed says so, beside its
 	// message on stderr.
 	Failure FailureKind `json:"failure,omitempty"`
+	// Runtimes, of the runtimes workload, are its first and last rounds
+	// of the language runtimes' reports.
+	Runtimes []RuntimeRound `json:"runtimes,omitempty"`
 }
 
 // FailureKind is why a workload could not do its work.
@@ -56,14 +59,15 @@ const FailureUnanswered FailureKind = "unanswered"
 // Line is either kind of line, as the server reads it; Final tells which.
 type Line struct {
 	Progress
-	Final      bool        `json:"final"`
-	WallS      float64     `json:"wall_s"`
-	UserS      float64     `json:"user_s"`
-	SysS       float64     `json:"sys_s"`
-	Throughput float64     `json:"throughput"`
-	Result     string      `json:"result"`
-	BeganAt    int64       `json:"began_at"`
-	Failure    FailureKind `json:"failure"`
+	Final      bool           `json:"final"`
+	WallS      float64        `json:"wall_s"`
+	UserS      float64        `json:"user_s"`
+	SysS       float64        `json:"sys_s"`
+	Throughput float64        `json:"throughput"`
+	Result     string         `json:"result"`
+	BeganAt    int64          `json:"began_at"`
+	Failure    FailureKind    `json:"failure"`
+	Runtimes   []RuntimeRound `json:"runtimes"`
 }
 
 // Latency is a latency summary in milliseconds, as load testers report

@@ -116,7 +116,7 @@ func (c Command) Args() []string {
 // Parse reads a command line that Args wrote (or a person typed).
 func Parse(args []string) (Command, error) {
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		return Command{}, errors.New("usage: workload md5|primes|spin|mem|http|load|disk-write|disk-read [flags]")
+		return Command{}, errors.New("usage: workload md5|primes|spin|mem|http|load|disk-write|disk-read|runtimes [flags]")
 	}
 	c := Command{Kind: args[0]}
 	fs := flag.NewFlagSet(c.Kind, flag.ContinueOnError)
