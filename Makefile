@@ -5,7 +5,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: hostcheck-save release assets-npm assets-update pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean
+.PHONY: hostcheck-save release assets-npm assets-update pool-demo run test test-k8s test-docker26 k8s-demo test-js reap-test-engines test-v2 bench-v2 bench-overhead test-race soak image assets build generate bench bench-labs clean runtimes-image
 
 # The chart library's files are in the repository (static/vendor), at the
 # version package-lock.json pins and with the checksums SHA256SUMS gives,
@@ -71,7 +71,7 @@ reap-test-engines:
 # and must not run beside each other. Then the suite's Kubernetes part on a
 # cluster of its own (test-k8s), and its cgroup v2 part, in the VM
 # (test-v2).
-test: reap-test-engines hostcheck-save assets-npm test-race test-js
+test: reap-test-engines hostcheck-save assets-npm test-race test-js runtimes-image
 	$(GO) vet ./...
 	$(GO) vet -tags v2vm ./web
 	$(GO) vet -tags k8s ./internal/kube ./internal/kubetest ./web ./deploy/helm
@@ -80,6 +80,11 @@ test: reap-test-engines hostcheck-save assets-npm test-race test-js
 	k8s/run.sh
 	vm/run.sh
 	engines/hostcheck.sh compare .hostcheck
+
+# The runtimes image of the runtime-cpus lab (Java, Node.js and Python from
+# Debian's packages, made with mmdebstrap and cached), on the local engine.
+runtimes-image:
+	images/runtimes/build.sh
 
 # What make test must leave of the machine as it found it: its links
 # (docker0 among them) and its top-level cgroups (engines/hostcheck.sh).

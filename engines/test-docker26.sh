@@ -23,6 +23,9 @@ export DOCKER_HOST=$(bash engines/docker26.sh sock)
 go test -count=1 -p 1 -v -run '^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed|TestCgroupFiles)$' ./internal/engine
 # Runs: hardening, the stats fallback, a live update, stop and reap.
 go test -count=1 -p 1 -v -run '^(TestContainerIsHardened|TestEngineStatsFallback|TestLiveLimitChange|TestLiveMemoryChangeInNextSample|TestStopKillsAndRemoves|TestReapRemovesLeftovers|TestMemoryLab)$' ./internal/runner
+# The runtimes' matrix, with its image imported into this engine.
+images/runtimes/build.sh "$DOCKER_HOST"
+go test -count=1 -p 1 -v -run '^TestRuntimeCPUsLab$' ./internal/runner
 # One lab of each family: CPU, block IO (memory above).
 go test -count=1 -p 1 -v -run '^(TestCPULabs|TestIOLabs)$/^(cpus-ladder|io-write-bps)$' ./internal/runner
 left=$(docker ps -aq --filter label=io.limitlab.run | wc -l)
