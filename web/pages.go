@@ -176,7 +176,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 	for i, l := range plan.Lanes {
 		lv.Lanes = append(lv.Lanes, labLane{
 			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
-			DockerRun: experiments.DockerRun(engine.ImageRepo, l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
+			DockerRun: experiments.DockerRun(engine.RepoOf(l.Workload), l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
 		})
 	}
 	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l experiments.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {

@@ -79,6 +79,16 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 	}
 }
 
+// RepoOf is the image a lane of workload w runs, as its docker run
+// command names it: a facilitator's service's own, the runtimes image,
+// or the workload image.
+func RepoOf(w experiments.Workload) string {
+	if w.Kind == experiments.KindRuntimes {
+		return RuntimesRepo
+	}
+	return laneImage(experiments.PlannedLane{Workload: w}, ImageRepo)
+}
+
 // laneImage is the image a lane runs: a facilitator's service's own, or
 // the workload image.
 func laneImage(l experiments.PlannedLane, workload string) string {

@@ -66,7 +66,7 @@ func (d Docker) Create(ctx context.Context, nl NewLane) (Created, error) {
 		if nl.Lane.Target >= 0 {
 			network = "container:" + ContainerName(nl.RunID, nl.Lane.Target)
 		}
-		c.Command = experiments.DockerRun(laneImage(nl.Lane, ImageRepo), nl.Lane.Workload, c.Applied, network)
+		c.Command = experiments.DockerRun(RepoOf(nl.Lane.Workload), nl.Lane.Workload, c.Applied, network)
 	}
 	return c, err
 }

@@ -187,7 +187,7 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 	if pl.Target >= 0 {
 		network = "container:" + engine.ContainerName("imported", pl.Target)
 	}
-	l.DockerRun = experiments.DockerRun(engine.ImageRepo, pl.Workload, applied, network)
+	l.DockerRun = experiments.DockerRun(engine.RepoOf(pl.Workload), pl.Workload, applied, network)
 	l.Kernel = cleanKernel(l.Kernel, applied, pl.Pod)
 	l.Pod = pl.Pod
 	if l.PodYAML != "" && pl.Pod != nil {
