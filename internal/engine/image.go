@@ -198,6 +198,7 @@ func RemoveOldImage(ctx context.Context, eng Engine, old string, log *slog.Logge
 	if !ok || !strings.HasPrefix(old, ImageRepo+":") || old == ImageRepo+":latest" {
 		return
 	}
+	removeOldRuntimes(ctx, eng, r, old, log)
 	if _, err := r.ImageRemove(ctx, old, client.ImageRemoveOptions{PruneChildren: true}); err != nil {
 		if !cerrdefs.IsNotFound(err) {
 			log.Info("the previous workload image is kept", slog.String("image", old), slog.Any("why", err))
@@ -205,4 +206,35 @@ func RemoveOldImage(ctx context.Context, eng Engine, old string, log *slog.Logge
 		return
 	}
 	log.Info("removed this server's previous workload image", slog.String("image", old))
+}
+
+// imageLister is the engine call removeOldRuntimes makes, where the engine
+// has it.
+type imageLister interface {
+	ImageList(ctx context.Context, opts client.ImageListOptions) (client.ImageListResult, error)
+}
+
+// removeOldRuntimes removes the runtimes images made from the old
+// workload image (ensureRuntimes names them after its tag), unless a
+// container still uses one.
+func removeOldRuntimes(ctx context.Context, eng Engine, r imageRemover, old string, log *slog.Logger) {
+	l, ok := eng.(imageLister)
+	_, tag, _ := strings.Cut(old, ":")
+	if !ok || tag == "" {
+		return
+	}
+	res, err := l.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", RuntimesRepo+":"+tag+"-*")})
+	if err != nil {
+		return
+	}
+	for _, img := range res.Items {
+		for _, ref := range img.RepoTags {
+			if !strings.HasPrefix(ref, RuntimesRepo+":"+tag+"-") {
+				continue
+			}
+			if _, err := r.ImageRemove(ctx, ref, client.ImageRemoveOptions{PruneChildren: true}); err == nil {
+				log.Info("removed this server's previous runtimes image", slog.String("image", ref))
+			}
+		}
+	}
 }
