@@ -55,6 +55,12 @@ build runner internal/runner "${LIMITLAB_V2_RUNNER_TESTS:-$V2_RUNNER_TESTS}"
 build sampler internal/sampler "${LIMITLAB_V2_SAMPLER_TESTS:-$V2_SAMPLER_TESTS}"
 build web web "${LIMITLAB_V2_WEB_TESTS:-$V2_WEB_TESTS}"
 
+# The runtime-cpus lab's image: its root filesystem, made here
+# (images/runtimes/build.sh, cached) and imported by the VM's engine. A
+# hard link where it can be, the cache and the results being on one disk.
+rootfs=$(images/runtimes/build.sh --rootfs)
+ln -f "$rootfs" "$out/runtimes.tar" 2>/dev/null || cp "$rootfs" "$out/runtimes.tar"
+
 # Docker 26.1 and containerd 1.7, Debian 13's, unpacked here
 # (engines/docker26.sh) and copied into the results share: the guest's
 # /root, where they are cached, is a tmpfs of its own.
@@ -89,7 +95,7 @@ suite() {
 # What the first VM wrote before its panic (its engine's version, logs
 # and exits) goes; its console is kept.
 clear_results() {
-  find "$out" -maxdepth 1 -type f ! -name script ! -name 'console*' ! -name disk.img -delete
+  find "$out" -maxdepth 1 -type f ! -name script ! -name 'console*' ! -name disk.img ! -name runtimes.tar -delete
 }
 vm_once_more_after_panic vm "$out/console.txt" clear_results suite || true
 

@@ -162,6 +162,9 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 		if v.Verdict == nil || !v.Verdict.Judged {
 			return nil, 0, 0, fmt.Errorf("run %d not judged (state %s %s): %+v", k+1, v.State, v.Error, v.Verdict)
 		}
+		if v.Verdict.Metric == experiments.MetricRuntimes {
+			runtimeRow(v.Verdict)
+		}
 		// A verdict's rows are its lanes, or its own labels (one per
 		// phase for a phased lab): as many as it predicted.
 		if stats == nil {
@@ -263,4 +266,20 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// runtimeRow gives a runtimes verdict the one row the table shows of it:
+// of the figures judged against their runtime's rule (predicted), how
+// many agreed (measured).
+func runtimeRow(v *experiments.Verdict) {
+	judged, agree := 0.0, 0.0
+	for _, c := range v.Runtimes {
+		if c.Judged {
+			judged++
+			if c.Agrees {
+				agree++
+			}
+		}
+	}
+	v.Labels, v.Predicted, v.Measured = []string{"figures agreeing with their rule"}, []float64{judged}, []float64{agree}
 }

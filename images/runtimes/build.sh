@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh [DOCKER_HOST...]: the runtimes image (limitlab-runtimes-base),
+# build.sh [DOCKER_HOST...] | build.sh --rootfs: the runtimes image (limitlab-runtimes-base),
 # which the runtime-cpus lab runs: Debian 12's JDK 17 (a JRE), Node.js
 # and Python, with a probe for each (Probe.java, probe.js, probe.py in
 # /opt/limitlab), made from Debian's packages with mmdebstrap. Nothing is
@@ -12,6 +12,8 @@
 #    limitlab-runtimes-base:DIGEST, tagged :latest; an engine that has that
 #    digest already is left as it is. The server adds its own workload
 #    binary on top (internal/engine/runtimes.go).
+# --rootfs makes the root filesystem if need be and prints its path,
+# importing it nowhere (vm/run.sh hands it to the VM's engine).
 # Debian's sources are this machine's (LIMITLAB_RUNTIMES_SOURCES names
 # another sources file).
 set -euo pipefail
@@ -25,7 +27,7 @@ command -v mmdebstrap >/dev/null || { echo "runtimes: needs mmdebstrap (apt-get 
 if [ ! -s "$rootfs" ]; then
   mkdir -p "$cache"
   t0=$(date +%s)
-  echo "runtimes: making the root filesystem with mmdebstrap ($sources)"
+  echo "runtimes: making the root filesystem with mmdebstrap ($sources)" >&2
   # The man pages are left out, but openjdk's alternatives need man1.
   mmdebstrap --quiet --variant=essential --include=openjdk-17-jdk-headless,nodejs,python3 \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -39,9 +41,13 @@ if [ ! -s "$rootfs" ]; then
   mv "$cache/making-$digest.tar" "$rootfs"
   # Older digests' root filesystems go.
   find "$cache" -name '*.tar' ! -name "rootfs-$digest.tar" -delete
-  echo "runtimes: root filesystem made in $(( $(date +%s) - t0 )) s ($(du -h "$rootfs" | cut -f1))"
+  echo "runtimes: root filesystem made in $(( $(date +%s) - t0 )) s ($(du -h "$rootfs" | cut -f1))" >&2
 fi
 
+if [ "${1:-}" = --rootfs ]; then
+  echo "$rootfs"
+  exit 0
+fi
 [ $# -gt 0 ] || set -- ""
 for host in "$@"; do
   d=(docker); [ -z "$host" ] || d=(docker -H "$host")

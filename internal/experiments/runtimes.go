@@ -84,7 +84,7 @@ type predictedFigure struct {
 	rule  string
 }
 
-// PredictRuntime is what runtime's documented rule predicts for each of
+// predictRuntime is what runtime's documented rule predicts for each of
 // its figures under resources r on host h.
 func predictRuntime(runtime string, r Resources, h RuntimeHost) []predictedFigure {
 	l := limitsOf(r, h)
