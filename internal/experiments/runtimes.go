@@ -19,10 +19,11 @@ const KindRuntimes = "runtimes"
 const MetricRuntimes = "runtimes"
 
 // RuntimeHost is what the runtimes' rules read of the host: its online
-// CPUs and its memory, in bytes.
+// CPUs, its memory in bytes, and whether its cgroups are v2.
 type RuntimeHost struct {
 	NCPU     int
 	MemTotal int64
+	CgroupV2 bool
 }
 
 // RuntimeCell is one figure of one runtime in one lane: what its rule
@@ -101,13 +102,18 @@ func predictRuntime(runtime string, r Resources, h RuntimeHost) []predictedFigur
 	case "java":
 		return predictJava(l, h)
 	case "node":
+		// libuv 1.44 reads a memory limit on cgroup v1 only.
+		mem, memRule := l.seenMemory(h), "Node.js 18 (libuv 1.44) gives V8 the cgroup's memory limit when it is below the host's"
+		if h.CgroupV2 {
+			mem, memRule = h.MemTotal, "Node.js 18 (libuv 1.44) reads no memory limit on cgroup v2 (only v1's memory.limit_in_bytes) and gives V8 the host's memory"
+		}
 		// V8 takes a quarter of the memory, doubled for 8-byte pointers.
-		old := float64(min(max(l.seenMemory(h)/2, 256*mib), 4096*mib))
+		old := float64(min(max(mem/2, 256*mib), 4096*mib))
 		return []predictedFigure{
 			{name: "available_parallelism", value: float64(l.cpus), rule: "Node.js 18 (libuv 1.44): the CPUs it may run on; the CPU quota is not counted"},
 			{name: "cpus_length", value: float64(h.NCPU), rule: "Node.js: os.cpus() lists the host's online CPUs, whatever the cpuset or quota"},
-			{name: "heap_limit_bytes", value: old, slack: 48 * mib,
-				rule: "Node.js 12+ gives V8 the cgroup's memory limit when it is below the host's; V8's old space is a quarter of it doubled for 64-bit pointers, from 256 MiB to 4 GiB, and its young generation adds up to 48 MiB"},
+			{name: "heap_limit_bytes", value: old, slack: 64 * mib,
+				rule: memRule + "; V8's old space is a quarter of that doubled for 64-bit pointers, from 256 MiB to 4 GiB, and its young generation adds up to 48 MiB more, rounded to its pages"},
 		}
 	case "python":
 		return []predictedFigure{

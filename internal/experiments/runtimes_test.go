@@ -76,3 +76,22 @@ func TestRuntimesVerdictNamesTheCellsThatDiffer(t *testing.T) {
 		t.Errorf("a figure the version lacks is counted against it: %q", v.Explanation)
 	}
 }
+
+// TestNodeSeesNoMemoryLimitOnV2: Node.js 18's libuv reads v1's
+// memory.limit_in_bytes only, so on cgroup v2 V8 sizes its heap from the
+// host's memory whatever --memory says (measured in the v2 VM: 2008 MiB
+// under --memory 256m on a 4 GiB host).
+func TestNodeSeesNoMemoryLimitOnV2(t *testing.T) {
+	small := Resources{Memory: 256 << 20}
+	for _, c := range []struct {
+		v2   bool
+		want float64
+	}{{false, 256 << 20}, {true, 1960 << 20}} {
+		h := RuntimeHost{NCPU: 2, MemTotal: 3920 << 20, CgroupV2: c.v2}
+		for _, p := range predictRuntime("node", small, h) {
+			if p.name == "heap_limit_bytes" && p.value != c.want {
+				t.Errorf("cgroup v2 %v: heap %v, want %v", c.v2, p.value, c.want)
+			}
+		}
+	}
+}

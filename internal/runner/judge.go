@@ -159,7 +159,7 @@ func (x *execution) judgeLocked() {
 		v = experiments.JudgeBurst(*spec, r.plan, burstOutcomesLocked(r), host.NCPU)
 	case experiments.MetricRuntimes:
 		v, v.Runtimes = experiments.JudgeRuntimes(*spec, r.plan, runtimeLanesLocked(r),
-			experiments.RuntimeHost{NCPU: host.NCPU, MemTotal: r.env.Host.MemTotal})
+			experiments.RuntimeHost{NCPU: host.NCPU, MemTotal: r.env.Host.MemTotal, CgroupV2: host.CgroupV2})
 	default:
 		v = experiments.Judge(*spec, r.plan, pred, out)
 	}

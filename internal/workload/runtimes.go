@@ -63,7 +63,7 @@ func (r *runtimeRounds) rounds() []wire.RuntimeRound {
 }
 
 // runtimesWork asks every runtime what it believes it has, in rounds, for
-// seconds: each round starts each runtime's probe afresh, one after
+// seconds and at least twice: each round starts each runtime's probe afresh, one after
 // another, and Go's figures are this program's own, read as the round
 // begins (it has run since the lane began, so they show whether a running
 // Go program follows a live change). A round counts as one unit.
@@ -72,7 +72,9 @@ func runtimesWork(seconds float64, rounds *runtimeRounds, c *counter) (string, e
 	end := start.Add(time.Duration(seconds * float64(time.Second)))
 	firstWork()
 	n := 0
-	for n == 0 || (time.Now().Before(end) && !stopping.Load()) {
+	// At least two rounds, however slow the host: the first, and one
+	// after whatever changed meanwhile; one alone when asked to stop.
+	for n == 0 || (!stopping.Load() && (n < 2 || time.Now().Before(end))) {
 		// Go's figures first, as the round begins: the limits in force
 		// then are the round's.
 		round := wire.RuntimeRound{AtS: time.Since(start).Seconds(), Reports: []wire.RuntimeReport{goReport()}}
@@ -82,8 +84,12 @@ func runtimesWork(seconds float64, rounds *runtimeRounds, c *counter) (string, e
 		rounds.add(round)
 		c.add(1)
 		n++
-		if wait := time.Until(end); wait > 0 && !stopping.Load() {
+		switch wait := time.Until(end); {
+		case stopping.Load():
+		case wait > 0:
 			time.Sleep(min(RuntimeRoundGap, wait))
+		case n < 2:
+			time.Sleep(RuntimeRoundGap)
 		}
 	}
 	return fmt.Sprintf("%d rounds", n), nil
