@@ -79,6 +79,11 @@ func runtimesWork(seconds float64, rounds *runtimeRounds, c *counter) (string, e
 		// then are the round's.
 		round := wire.RuntimeRound{AtS: time.Since(start).Seconds(), Reports: []wire.RuntimeReport{goReport()}}
 		for _, name := range wire.Runtimes[1:] {
+			// Asked to stop (the run's end) with a round kept: the
+			// summary goes out now, without this round.
+			if stopping.Load() && n > 0 {
+				return fmt.Sprintf("%d rounds, stopped", n), nil
+			}
 			round.Reports = append(round.Reports, probe(name))
 		}
 		rounds.add(round)
