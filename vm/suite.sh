@@ -5,7 +5,10 @@
 # probes, both stats sources, one lab of each family to its verdict (the
 # CPU quota once: cpus-ladder), PSI.
 V2_ENGINE_TESTS='^(TestKernelFilesReadBack|TestCountersAgainstKernelFiles|TestEngineStatsAgainstCgroupFiles|TestIOCapabilitiesAreProbed)$'
-V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled|TestMemoryHighLab|TestRuntimeCPUsLab)$/^(cpus-ladder|shares-contention|cpuset-one-thread|io-write-bps|io-read-limits)$'
+V2_RUNNER_TESTS='^(TestCPULabs|TestLiveLimitChange|TestMemoryLab|TestIOLabs|TestWriteIOPSLab|TestIOWeightLab|TestGOMAXPROCSLab|TestCFSBurstLab|TestPressureSampled|TestMemoryHighLab)$/^(cpus-ladder|shares-contention|cpuset-one-thread|io-write-bps|io-read-limits)$'
+# The runtime-cpus lab passes in the VM (2026-12-07: 193 s, and 139 s to
+# import its image) but is not in this round, which would take CI past
+# its hour: run it by hand with LIMITLAB_V2_RUNNER_TESTS='^TestRuntimeCPUsLab$'.
 # Their core against Docker 26.1 in the VM, after the tests above on
 # 20.10: the files its runc writes and the stats its API gives, the
 # capability probe, a live update, and one lab of each family
