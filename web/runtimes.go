@@ -1,8 +1,6 @@
 package web
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -37,28 +35,30 @@ func runtimeMatrix(v runner.RunView) []matrixRow {
 	if !reported {
 		return nil
 	}
-	judged := map[string]experiments.RuntimeCell{}
+	type key struct {
+		lane            int
+		runtime, figure string
+	}
+	judged := map[key]experiments.RuntimeCell{}
 	if v.Verdict != nil {
 		for _, c := range v.Verdict.Runtimes {
-			judged[fmt.Sprintf("%d/%s/%s", c.Lane, c.Runtime, c.Figure)] = c
+			judged[key{c.Lane, c.Runtime, c.Figure}] = c
 		}
 	}
 	var rows []matrixRow
 	for _, rt := range wire.Runtimes {
-		figures := wire.RuntimeFigures[rt]
-		if rt == "java" {
-			figures = append([]string{"gc"}, figures...)
-		}
-		for _, fig := range figures {
+		for _, fig := range wire.ShownFigures(rt) {
 			row := matrixRow{Runtime: rt, Figure: fig}
 			for i, l := range v.Lanes {
 				cell := matrixCell{Text: "–"}
 				if n := len(l.Runtimes); n > 0 {
 					cell.Text = reportedText(l.Runtimes[n-1].Reports, rt, fig)
 				}
-				if c, ok := judged[fmt.Sprintf("%d/%s/%s", i, rt, fig)]; ok {
+				if c, ok := judged[key{i, rt, fig}]; ok {
 					cell.Judged, cell.Agrees, cell.Why = c.Judged, c.Agrees, c.Why
-					cell.Predicted = predictedText(c)
+					if c.Judged {
+						cell.Predicted = c.Prediction()
+					}
 					row.Rule = c.Rule
 				}
 				row.Cells = append(row.Cells, cell)
@@ -83,29 +83,10 @@ func reportedText(reports []wire.RuntimeReport, rt, fig string) string {
 			return r.GC
 		}
 		if x, ok := r.Figure(fig); ok {
-			return figureText(fig, x)
+			return experiments.FormatFigure(fig, x)
 		}
 	}
 	return "–"
-}
-
-func predictedText(c experiments.RuntimeCell) string {
-	switch {
-	case c.PredictedText != "":
-		return c.PredictedText
-	case !c.Judged && c.Why != "":
-		return ""
-	case c.Slack > 0:
-		return figureText(c.Figure, c.Predicted) + "–" + figureText(c.Figure, c.Predicted+c.Slack)
-	}
-	return figureText(c.Figure, c.Predicted)
-}
-
-func figureText(fig string, x float64) string {
-	if strings.HasSuffix(fig, "_bytes") {
-		return strconv.FormatFloat(x/(1<<20), 'f', 0, 64) + " MiB"
-	}
-	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // runtimeVersions names the versions the lanes' runtimes reported, as

@@ -83,10 +83,13 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 // command names it: a facilitator's service's own, the runtimes image,
 // or the workload image.
 func RepoOf(w experiments.Workload) string {
-	if w.Kind == experiments.KindRuntimes {
+	switch w.Kind {
+	case experiments.KindRuntimes:
 		return RuntimesRepo
+	case experiments.KindImage:
+		return w.Image
 	}
-	return laneImage(experiments.PlannedLane{Workload: w}, ImageRepo)
+	return ImageRepo
 }
 
 // laneImage is the image a lane runs: a facilitator's service's own, or

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/limitlab/limitlab/internal/workload/wire"
@@ -44,8 +45,11 @@ type RuntimeCell struct {
 	// Rule is the runtime's rule, naming the version it holds for.
 	Rule string `json:"rule"`
 	// Judged is false when the cell cannot be compared; Why says why.
+	// Absent says the runtime's version has no such figure, which is no
+	// failure of the run.
 	Judged bool   `json:"judged"`
 	Agrees bool   `json:"agrees"`
+	Absent bool   `json:"absent,omitempty"`
 	Why    string `json:"why,omitempty"`
 }
 
@@ -158,9 +162,9 @@ func predictJava(l runtimeLimits, h RuntimeHost) []predictedFigure {
 	}
 }
 
-// RuntimeCells compares a lane's reports with its runtimes' rules under
+// runtimeCells compares a lane's reports with its runtimes' rules under
 // the limits r in force when the round began.
-func RuntimeCells(lane int, reports []wire.RuntimeReport, r Resources, h RuntimeHost) []RuntimeCell {
+func runtimeCells(lane int, reports []wire.RuntimeReport, r Resources, h RuntimeHost) []RuntimeCell {
 	var cells []RuntimeCell
 	for _, rep := range reports {
 		for _, p := range predictRuntime(rep.Runtime, r, h) {
@@ -185,7 +189,7 @@ func RuntimeCells(lane int, reports []wire.RuntimeReport, r Resources, h Runtime
 		}
 		if rep.Runtime == "python" && rep.Error == "" {
 			if _, ok := rep.Figure("process_cpu_count"); !ok {
-				cells = append(cells, RuntimeCell{Lane: lane, Runtime: "python", Version: rep.Version, Figure: "process_cpu_count",
+				cells = append(cells, RuntimeCell{Lane: lane, Runtime: "python", Version: rep.Version, Figure: "process_cpu_count", Absent: true,
 					Rule: "Python 3.13+: os.process_cpu_count() is the CPUs it may run on", Why: "not in Python " + rep.Version + ": it came in 3.13"})
 			}
 		}
@@ -209,22 +213,25 @@ func JudgeRuntimes(spec VerdictSpec, plan Plan, lanes []RuntimeLane, h RuntimeHo
 	v := Verdict{Metric: spec.Metric, Judged: true}
 	var cells []RuntimeCell
 	var differ, unjudged []string
+	judged := 0
 	for i, l := range lanes {
 		name := plan.Lanes[i].Name
 		if l.Why != "" {
 			unjudged = append(unjudged, fmt.Sprintf("%s: %s", name, l.Why))
 			continue
 		}
-		for _, c := range RuntimeCells(i, l.Reports, l.Limits, h) {
+		for _, c := range runtimeCells(i, l.Reports, l.Limits, h) {
 			cells = append(cells, c)
 			label := fmt.Sprintf("%s · %s %s", name, c.Runtime, c.Figure)
 			switch {
+			case c.Absent:
 			case !c.Judged:
-				if !strings.HasPrefix(c.Why, "not in Python") {
-					unjudged = append(unjudged, label+": "+c.Why)
-				}
+				unjudged = append(unjudged, label+": "+c.Why)
 			case !c.Agrees:
-				differ = append(differ, fmt.Sprintf("%s: %s, the rule says %s", label, c.measuredText(), c.predictedText()))
+				judged++
+				differ = append(differ, fmt.Sprintf("%s: %s, the rule says %s", label, c.MeasuredString(), c.Prediction()))
+			default:
+				judged++
 			}
 		}
 	}
@@ -233,10 +240,10 @@ func JudgeRuntimes(spec VerdictSpec, plan Plan, lanes []RuntimeLane, h RuntimeHo
 		v.Judged = false
 		v.Explanation = "No runtime reported: " + strings.Join(unjudged, "; ")
 	case len(differ) > 0:
-		v.Explanation = fmt.Sprintf("%d of %d figures differ from their runtime's rule: %s.", len(differ), len(cells), strings.Join(differ, "; "))
+		v.Explanation = fmt.Sprintf("%d of %d figures differ from their runtime's rule: %s.", len(differ), judged, strings.Join(differ, "; "))
 	default:
 		v.Pass = true
-		v.Explanation = fmt.Sprintf("Every figure agrees with its runtime's rule (%d across %d lanes).", len(cells), len(lanes))
+		v.Explanation = fmt.Sprintf("Every figure agrees with its runtime's rule (%d across %d lanes).", judged, len(lanes))
 	}
 	if len(unjudged) > 0 && len(cells) > 0 {
 		v.Pass = false
@@ -245,27 +252,30 @@ func JudgeRuntimes(spec VerdictSpec, plan Plan, lanes []RuntimeLane, h RuntimeHo
 	return v, cells
 }
 
-func (c RuntimeCell) measuredText() string {
+// MeasuredString is the cell's measured figure as people read it.
+func (c RuntimeCell) MeasuredString() string {
 	if c.PredictedText != "" {
 		return c.MeasuredText
 	}
-	return formatFigure(c.Figure, c.Measured)
+	return FormatFigure(c.Figure, c.Measured)
 }
 
-func (c RuntimeCell) predictedText() string {
+// Prediction is the rule's prediction as people read it: a text, a
+// figure, or the range a figure may take.
+func (c RuntimeCell) Prediction() string {
 	if c.PredictedText != "" {
 		return c.PredictedText
 	}
 	if c.Slack > 0 {
-		return formatFigure(c.Figure, c.Predicted) + " to " + formatFigure(c.Figure, c.Predicted+c.Slack)
+		return FormatFigure(c.Figure, c.Predicted) + " to " + FormatFigure(c.Figure, c.Predicted+c.Slack)
 	}
-	return formatFigure(c.Figure, c.Predicted)
+	return FormatFigure(c.Figure, c.Predicted)
 }
 
-// formatFigure writes a figure as people read it: bytes in MiB.
-func formatFigure(name string, v float64) string {
+// FormatFigure writes a runtime's figure as people read it: bytes in MiB.
+func FormatFigure(name string, v float64) string {
 	if strings.HasSuffix(name, "_bytes") {
-		return fmt.Sprintf("%.1f MiB", v/mib)
+		return fmt.Sprintf("%.0f MiB", v/mib)
 	}
-	return fmt.Sprintf("%g", v)
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }

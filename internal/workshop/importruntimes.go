@@ -37,8 +37,7 @@ func cleanRuntimes(v *runner.RunView) error {
 	}
 	for k := range vd.Runtimes {
 		c := &vd.Runtimes[k]
-		figures, known := wire.RuntimeFigures[c.Runtime]
-		if c.Lane < 0 || c.Lane >= len(v.Lanes) || !known || !(slices.Contains(figures, c.Figure) || (c.Runtime == "java" && c.Figure == "gc")) {
+		if c.Lane < 0 || c.Lane >= len(v.Lanes) || !slices.Contains(wire.ShownFigures(c.Runtime), c.Figure) {
 			return fmt.Errorf("runtime figure %d: lane %d, %q %q, which cannot be", k, c.Lane, c.Runtime, c.Figure)
 		}
 		c.Version, c.Rule, c.Why = clip(c.Version, maxImportShort), clip(c.Rule, maxImportText), clip(c.Why, maxImportText)

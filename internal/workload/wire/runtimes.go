@@ -57,6 +57,15 @@ var RuntimeFigures = map[string][]string{
 // Runtimes is the order the runtimes are asked and shown in.
 var Runtimes = []string{"go", "java", "node", "python"}
 
+// ShownFigures are the figures of runtime a run shows and judges: its
+// reported figures, and the JVM's collector ("gc", its report's GC).
+func ShownFigures(runtime string) []string {
+	if runtime == "java" {
+		return append([]string{"gc"}, RuntimeFigures[runtime]...)
+	}
+	return RuntimeFigures[runtime]
+}
+
 // The JVM's collectors a report may name.
 var runtimeGCs = []string{"", "G1", "Serial", "Parallel", "other"}
 
