@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -60,10 +61,10 @@ func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeErrors(w, http.StatusRequestEntityTooLarge, experiments.Errors{{Lane: -1, Field: "spec", Message: "spec larger than 64 KiB"}})
+			writeErrors(w, http.StatusRequestEntityTooLarge, specs.Errors{{Lane: -1, Field: "spec", Message: "spec larger than 64 KiB"}})
 			return
 		}
-		writeErrors(w, http.StatusBadRequest, experiments.Errors{{Lane: -1, Field: "spec", Message: err.Error()}})
+		writeErrors(w, http.StatusBadRequest, specs.Errors{{Lane: -1, Field: "spec", Message: err.Error()}})
 		return
 	}
 	spec, errs := experiments.Parse(body)
@@ -101,14 +102,14 @@ func (h api) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBytes))
 	if err != nil {
-		writeErrors(w, http.StatusBadRequest, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
+		writeErrors(w, http.StatusBadRequest, specs.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 		return
 	}
 	if !h.mayControl(r, chi.URLParam(r, "id")) {
-		writeErrors(w, http.StatusForbidden, experiments.Errors{{Lane: lane, Field: "limits", Message: "only the participant who started this run, or the presenter, may change its limits"}})
+		writeErrors(w, http.StatusForbidden, specs.Errors{{Lane: lane, Field: "limits", Message: "only the participant who started this run, or the presenter, may change its limits"}})
 		return
 	}
-	change, errs := experiments.ParseLimits(body)
+	change, errs := specs.ParseLimits(body)
 	if errs != nil {
 		for i := range errs {
 			errs[i].Lane = lane
@@ -117,7 +118,7 @@ func (h api) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := h.Runs.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
-	var verrs experiments.Errors
+	var verrs specs.Errors
 	var quota *workshop.QuotaError
 	switch {
 	case err == nil:
@@ -127,9 +128,9 @@ func (h api) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &verrs):
 		writeErrors(w, http.StatusBadRequest, verrs)
 	case errors.Is(err, runner.ErrLaneNotRunning):
-		writeErrors(w, http.StatusConflict, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
+		writeErrors(w, http.StatusConflict, specs.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 	default:
-		writeErrors(w, statusOf(err), experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
+		writeErrors(w, statusOf(err), specs.Errors{{Lane: lane, Field: "limits", Message: err.Error()}})
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/limitlab/limitlab"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -114,7 +114,7 @@ func TestCreateRunRejectsInvalidSpecs(t *testing.T) {
 			if status != http.StatusBadRequest {
 				t.Fatalf("status %d, want 400: %s", status, body)
 			}
-			var got struct{ Errors experiments.Errors }
+			var got struct{ Errors specs.Errors }
 			if err := json.Unmarshal(body, &got); err != nil {
 				t.Fatalf("body %s: %v", body, err)
 			}

@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -12,21 +12,21 @@ import (
 // field, and for a refusal by a quota the quota's figures. A client reads
 // errors and nothing else (static/post.js).
 type errorBody struct {
-	Errors experiments.Errors   `json:"errors"`
+	Errors specs.Errors         `json:"errors"`
 	Quota  *workshop.QuotaError `json:"quota,omitempty"`
 }
 
 // writeErrors answers status with errs, in the one shape.
-func writeErrors(w http.ResponseWriter, status int, errs experiments.Errors) {
+func writeErrors(w http.ResponseWriter, status int, errs specs.Errors) {
 	if errs == nil {
-		errs = experiments.Errors{}
+		errs = specs.Errors{}
 	}
 	writeJSON(w, status, errorBody{Errors: errs})
 }
 
 // writeError answers status with one problem, of no lane.
 func writeError(w http.ResponseWriter, status int, field, message string) {
-	writeErrors(w, status, experiments.Errors{{Lane: -1, Field: field, Message: message}})
+	writeErrors(w, status, specs.Errors{{Lane: -1, Field: field, Message: message}})
 }
 
 // writeFailure answers an error of the workshop or the runner with the
@@ -39,7 +39,7 @@ func writeFailure(w http.ResponseWriter, field string, err error) {
 // pod: 403, naming the limit and by how much.
 func writeQuota(w http.ResponseWriter, quota *workshop.QuotaError) {
 	writeJSON(w, http.StatusForbidden, errorBody{
-		Errors: experiments.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
+		Errors: specs.Errors{{Lane: quota.Lane, Field: "quota: " + quota.Limit, Message: quota.Text}},
 		Quota:  quota,
 	})
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
 // Finder is what the handlers need of the limit searches.
 type Finder interface {
-	// Start refuses a spec with experiments.Errors, and a participant's
+	// Start refuses a spec with specs.Errors, and a participant's
 	// second search at once with a *workshop.QuotaError.
 	Start(spec experiments.FindSpec, participant, address string) (*workshop.Search, error)
 	View(id string) (workshop.SearchView, bool)
@@ -137,7 +138,7 @@ func (h pages) findFragment(w http.ResponseWriter, r *http.Request) {
 // or a facilitator's image.
 func serviceText(fs experiments.FindSpec) string {
 	w := fs.Service
-	if w.Kind == experiments.KindImage {
+	if w.Kind == specs.KindImage {
 		return fmt.Sprintf("the facilitator's image %s, serving on port %d", w.Image, w.Port)
 	}
 	return fmt.Sprintf("the built-in Go HTTP service, %d µs of CPU a request, GOMAXPROCS %s", w.WorkUS, w.GOMAXPROCS)
@@ -145,7 +146,7 @@ func serviceText(fs experiments.FindSpec) string {
 
 // fixedText is a search's fixed limits as docker run flags, as given:
 // "--cpus 0.7" (the Limits' JSON names are the flags').
-func fixedText(l experiments.Limits) string {
+func fixedText(l specs.Limits) string {
 	b, err := json.Marshal(l)
 	var flags map[string]string
 	if err != nil || json.Unmarshal(b, &flags) != nil {

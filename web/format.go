@@ -12,6 +12,8 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -58,7 +60,7 @@ func gomaxprocsText(l runner.LaneResult) string {
 	return s
 }
 
-func limitsText(r experiments.Resources) string {
+func limitsText(r specs.Resources) string {
 	var parts []string
 	for _, f := range r.Flags() {
 		parts = append(parts, f.Name+" "+f.Value)
@@ -87,9 +89,9 @@ func laneLimits(l runner.LaneResult) string {
 	return limitsText(l.Requested) + " (requested)"
 }
 
-func workloadText(w experiments.Workload) string {
+func workloadText(w specs.Workload) string {
 	args := w.Args()
-	if w.Kind == experiments.KindImage {
+	if w.Kind == specs.KindImage {
 		args = append([]string{w.Image}, args...)
 	}
 	return strings.Join(args, " ")
@@ -131,17 +133,17 @@ func gib(n int64) string { return f1(float64(n)/(1<<30)) + " GiB" }
 
 func metricText(m string) string {
 	switch m {
-	case experiments.MetricWallTime:
+	case specs.MetricWallTime:
 		return "wall time"
-	case experiments.MetricIOLimit:
+	case specs.MetricIOLimit:
 		return "rate"
-	case experiments.MetricPhaseRecovery:
+	case specs.MetricPhaseRecovery:
 		return "rate ÷ phase 1"
-	case experiments.MetricIOShare:
+	case specs.MetricIOShare:
 		return "IO bandwidth"
-	case experiments.MetricThrottling:
+	case specs.MetricThrottling:
 		return "share of time throttled"
-	case experiments.MetricBurst:
+	case specs.MetricBurst:
 		return "throttling and p99"
 	}
 	return "CPU use"
@@ -183,7 +185,7 @@ func optF2(v *float64) string {
 // starved lane, a service never throttled), absolutely, since a share of
 // nothing says nothing.
 func deviationText(measured, predicted float64) string {
-	if math.Abs(predicted) < experiments.StarvedRatio {
+	if math.Abs(predicted) < models.StarvedRatio {
 		return strconv.FormatFloat(measured-predicted, 'f', 2, 64) + " (absolute)"
 	}
 	return strconv.FormatFloat(100*(measured/predicted-1), 'f', 1, 64) + "%"
@@ -199,7 +201,7 @@ func wallDeviation(l runner.LaneResult) string {
 
 func hasLoad(v runner.RunView) bool {
 	for _, l := range v.Lanes {
-		if l.Workload.Kind == experiments.KindLoad {
+		if l.Workload.Kind == specs.KindLoad {
 			return true
 		}
 	}
@@ -379,7 +381,7 @@ func loopText(l *wire.Latency) string {
 }
 
 // linkErrorText is an error in a lab link, naming its lane by name.
-func linkErrorText(lab experiments.Lab, e experiments.FieldError) string {
+func linkErrorText(lab experiments.Lab, e specs.FieldError) string {
 	spec := lab.LabSpec()
 	if e.Lane >= 0 && e.Lane < len(spec.Lanes) {
 		return "lane " + strconv.Itoa(e.Lane) + " (" + spec.Lanes[e.Lane].Name + "): " + e.Field + ": " + e.Message

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -47,7 +47,7 @@ func TestNoiseTextNamesTheControlPlane(t *testing.T) {
 	if got := noiseText(v); strings.Contains(got, "control plane") {
 		t.Errorf("a Docker run's host line names a control plane: %s", got)
 	}
-	v.Lanes[0].Pod = &experiments.Pod{}
+	v.Lanes[0].Pod = &specs.Pod{}
 	if got := noiseText(v); !strings.Contains(got, "the node's control plane and kubelet") {
 		t.Errorf("a pod's host line does not say the control plane is other work: %s", got)
 	}

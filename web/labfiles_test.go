@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/labfiles"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -211,7 +212,7 @@ func TestLabRepeatedIsJudgedOverItsRuns(t *testing.T) {
 			return s.Done == 2
 		})
 		v := s.Verdict
-		if v == nil || !v.Judged || v.Metric != experiments.MetricWallTime || !strings.Contains(v.Explanation, "Over 2 runs") {
+		if v == nil || !v.Judged || v.Metric != specs.MetricWallTime || !strings.Contains(v.Explanation, "Over 2 runs") {
 			t.Fatalf("verdict over the repeats %+v", v)
 		}
 		t.Logf("%s", v.Explanation)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // labPlan is what a lab's page shows of its run before it runs: its lanes
@@ -43,9 +45,9 @@ func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%"
 func secondsText(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) + " s" }
 
 // planOfLab lays a lab's plan out for its page.
-func planOfLab(lab experiments.Lab, plan experiments.Plan, h experiments.ModelHost) labPlan {
+func planOfLab(lab experiments.Lab, plan specs.Plan, h models.ModelHost) labPlan {
 	var out labPlan
-	if tl := experiments.Timeline(plan); tl != nil {
+	if tl := models.Timeline(plan); tl != nil {
 		end := plan.Duration.Seconds()
 		for _, l := range tl {
 			if !l.Open {
@@ -68,7 +70,7 @@ func planOfLab(lab experiments.Lab, plan experiments.Plan, h experiments.ModelHo
 			out.Ticks = append(out.Ticks, timelineTick{X: pct(t / end), Label: secondsText(t)})
 		}
 	}
-	for k, p := range experiments.PlannedPhases(plan, h) {
+	for k, p := range models.PlannedPhases(plan, h) {
 		row := phaseRow{Name: "phase " + strconv.Itoa(k+1), Span: secondsText(p.From) + " – " + secondsText(p.To)}
 		row.Cells = make([]string, len(plan.Lanes))
 		for i := range row.Cells {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -53,7 +54,7 @@ func TestLabsOverTheAPI(t *testing.T) {
 	if v.Lab != "shares-spare-cpu" || v.Spec.Lab != "shares-spare-cpu" || v.Verdict == nil || !v.Verdict.Judged {
 		t.Fatalf("lab %q verdict %+v", v.Lab, v.Verdict)
 	}
-	if v.Verdict.Metric != experiments.MetricCPU || len(v.Verdict.Predicted) != 2 || len(v.Verdict.Measured) != 2 {
+	if v.Verdict.Metric != specs.MetricCPU || len(v.Verdict.Predicted) != 2 || len(v.Verdict.Measured) != 2 {
 		t.Errorf("verdict %+v", v.Verdict)
 	}
 	for _, l := range v.Lanes {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -19,7 +19,7 @@ import (
 func TestLoadTableSaysHowLatencyCounts(t *testing.T) {
 	lane := func(name string, l *wire.Latency) runner.LaneResult {
 		var r runner.LaneResult
-		r.Name, r.Workload, r.LatencyMs = name, experiments.Workload{Kind: "load", Target: "svc"}, l
+		r.Name, r.Workload, r.LatencyMs = name, specs.Workload{Kind: "load", Target: "svc"}, l
 		return r
 	}
 	v := runner.RunView{Lanes: []runner.LaneResult{

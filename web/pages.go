@@ -11,6 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -167,19 +169,19 @@ func (h pages) labView(r *http.Request) (labView, int) {
 	if dev == "" {
 		dev = "auto"
 	}
-	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: dev})
+	plan, errs := experiments.Validate(spec, specs.Host{DataRootDevice: dev})
 	if errs != nil {
 		lv.Shows, lv.Why = false, errs.Error()
 		return lv, http.StatusBadRequest
 	}
-	expected := experiments.Expected(plan, host.ModelHost())
+	expected := models.Expected(plan, host.ModelHost())
 	for i, l := range plan.Lanes {
 		lv.Lanes = append(lv.Lanes, labLane{
 			Name: l.Name, Workload: workloadText(l.Workload), Limits: limitsText(l.Resources),
-			DockerRun: experiments.DockerRun(engine.RepoOf(l.Workload), l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
+			DockerRun: specs.DockerRun(engine.RepoOf(l.Workload), l.Workload, l.Resources, labNetwork(l)), Expected: expected[i],
 		})
 	}
-	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l experiments.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {
+	if note := host.SharesNote(); note != "" && slices.ContainsFunc(plan.Lanes, func(l specs.PlannedLane) bool { return l.Resources.CPUShares > 0 }) {
 		lv.Notes = append(lv.Notes, note)
 	}
 	lv.Mode, lv.Plan = string(plan.Mode), planOfLab(lab, plan, host.ModelHost())
@@ -190,7 +192,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 }
 
 // labNetwork is a lab lane's network mode in its docker run command.
-func labNetwork(l experiments.PlannedLane) string {
+func labNetwork(l specs.PlannedLane) string {
 	if l.Target >= 0 {
 		return "container:<" + strconv.Itoa(l.Target+1) + ". lane>"
 	}

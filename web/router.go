@@ -21,7 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -34,19 +34,19 @@ type Runs interface {
 	Host() engine.HostInfo
 	// Validate checks a spec against the engine, or against a pool's: it
 	// is valid where some engine can run it.
-	Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors)
+	Validate(spec specs.Spec) (specs.Plan, specs.Errors)
 	// Engines are the engines runs are placed on, as probed.
 	Engines() []workshop.EngineView
 	// SubmitFrom queues a run for a participant at a client address; a
 	// refusal by a quota is a *workshop.QuotaError.
-	SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error)
+	SubmitFrom(spec specs.Spec, plan specs.Plan, participant, address string) (*runner.Run, error)
 	Stop(id string) error
 	// Owner is the participant of a queued or running run.
 	Owner(id string) (string, bool)
 	// ClearQueue ends the queued runs of a participant, or all if it is "".
 	ClearQueue(participant, why string) int
 	// UpdateLimits changes a running lane's limits.
-	UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error)
+	UpdateLimits(ctx context.Context, runID string, lane int, change specs.Limits) (runner.ChangeRecord, error)
 }
 
 // History is what the handlers need of the archive: runs as files.

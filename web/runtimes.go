@@ -3,7 +3,7 @@ package web
 import (
 	"strings"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -39,7 +39,7 @@ func runtimeMatrix(v runner.RunView) []matrixRow {
 		lane            int
 		runtime, figure string
 	}
-	judged := map[key]experiments.RuntimeCell{}
+	judged := map[key]models.RuntimeCell{}
 	if v.Verdict != nil {
 		for _, c := range v.Verdict.Runtimes {
 			judged[key{c.Lane, c.Runtime, c.Figure}] = c
@@ -83,7 +83,7 @@ func reportedText(reports []wire.RuntimeReport, rt, fig string) string {
 			return r.GC
 		}
 		if x, ok := r.Figure(fig); ok {
-			return experiments.FormatFigure(fig, x)
+			return models.FormatFigure(fig, x)
 		}
 	}
 	return "–"

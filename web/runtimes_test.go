@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -23,8 +24,8 @@ func TestTheRuntimeMatrix(t *testing.T) {
 	v := runner.RunView{State: runner.StateDone, Lanes: []runner.LaneResult{
 		{Name: "cpus 0.5", Runtimes: round},
 		{Name: "cpuset 0", Runtimes: round},
-	}, Verdict: &experiments.Verdict{Judged: true, Metric: experiments.MetricRuntimes, Explanation: "1 of 2 figures differ",
-		Runtimes: []experiments.RuntimeCell{
+	}, Verdict: &models.Verdict{Judged: true, Metric: specs.MetricRuntimes, Explanation: "1 of 2 figures differ",
+		Runtimes: []models.RuntimeCell{
 			{Lane: 0, Runtime: "java", Figure: "available_processors", Predicted: 1, Measured: 1, Judged: true, Agrees: true, Rule: "JDK <17>"},
 			{Lane: 1, Runtime: "python", Figure: "cpu_count", Predicted: 3, Measured: 2, Judged: true, Rule: "3.11"},
 		}}}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -64,7 +64,7 @@ var snakeKey = regexp.MustCompile(`^[a-z0-9_]+$`)
 // CLI's flags, as a spec writes them (cpu-shares, pids-limit).
 var (
 	dataKeyed = map[string]bool{"HostView.limits": true, "HostView.unsupported": true, "LaneResult.flags": true}
-	flagNamed = map[reflect.Type]bool{reflect.TypeOf(experiments.Limits{}): true}
+	flagNamed = map[reflect.Type]bool{reflect.TypeOf(specs.Limits{}): true}
 )
 
 // TestEveryAPIRouteHasItsShape walks the router's routes: every /api route

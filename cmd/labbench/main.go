@@ -24,6 +24,8 @@ import (
 	"github.com/limitlab/limitlab/internal/benchdoc"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
@@ -162,7 +164,7 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 		if v.Verdict == nil || !v.Verdict.Judged {
 			return nil, 0, 0, fmt.Errorf("run %d not judged (state %s %s): %+v", k+1, v.State, v.Error, v.Verdict)
 		}
-		if v.Verdict.Metric == experiments.MetricRuntimes {
+		if v.Verdict.Metric == specs.MetricRuntimes {
 			runtimeRow(v.Verdict)
 		}
 		// A verdict's rows are its lanes, or its own labels (one per
@@ -206,14 +208,14 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 // throttled, or a prediction of (almost) nothing. (A phase's 0 is no
 // prediction at all; a burst's 0 periods throttled is one.)
 func absolute(metric string, predicted float64) bool {
-	return metric == experiments.MetricThrottling ||
-		(predicted < experiments.StarvedRatio && (predicted != 0 || metric == experiments.MetricBurst))
+	return metric == specs.MetricThrottling ||
+		(predicted < models.StarvedRatio && (predicted != 0 || metric == specs.MetricBurst))
 }
 
 // againstFive is how far a row's farthest run is from its prediction,
 // against 5%, and, past it, whether the lab says why its tolerance is
 // wider.
-func againstFive(v experiments.VerdictSpec, s laneStats) string {
+func againstFive(v specs.VerdictSpec, s laneStats) string {
 	if pred := s.prediction(); !absolute(v.Metric, pred) && pred == 0 {
 		return "no prediction: the verdict says why"
 	}
@@ -271,7 +273,7 @@ func median(xs []float64) float64 {
 // runtimeRow gives a runtimes verdict the one row the table shows of it:
 // of the figures judged against their runtime's rule (predicted), how
 // many agreed (measured).
-func runtimeRow(v *experiments.Verdict) {
+func runtimeRow(v *models.Verdict) {
 	judged, agree := 0.0, 0.0
 	for _, c := range v.Runtimes {
 		if c.Judged {

@@ -44,7 +44,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/benchdoc"
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload"
 	"github.com/moby/moby/client"
 )
@@ -135,8 +135,8 @@ func containerWindows(ctx context.Context, eng *client.Client, image string, n i
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	runID := "overhead-" + hex.EncodeToString(b)
-	lane := experiments.PlannedLane{Target: -1, Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 5 * window.Seconds()},
-		Resources: experiments.Resources{NanoCPUs: 2e7}}
+	lane := specs.PlannedLane{Target: -1, Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1, Seconds: 5 * window.Seconds()},
+		Resources: specs.Resources{NanoCPUs: 2e7}}
 	var ids []string
 	var pids []int
 	defer func() {

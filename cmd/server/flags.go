@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/peterbourgon/ff/v3"
 
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/engine"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/limitlab/limitlab/web"
@@ -189,7 +189,7 @@ func (c *config) define(fs *flag.FlagSet) rawFlags {
 	fs.IntVar(&c.viewersRun, "max-viewers-per-run", web.DefaultMaxViewersPerRun, "live viewers one run may have at once")
 	fs.IntVar(&c.viewersAddr, "max-viewers-per-address", web.DefaultMaxViewersPerAddress, "live streams one client address may hold open at once; participants who entered the join code are not counted by address")
 	fs.Func("allow-image", "`name` of an image already on the engine that lab files may run as a facilitator's service, with its port and command (repeatable; nothing is pulled, and a participant's spec never names an image)", func(s string) error {
-		if err := experiments.CheckImageName(s); err != nil {
+		if err := specs.CheckImageName(s); err != nil {
 			return err
 		}
 		c.images = append(c.images, s)

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 	"github.com/moby/moby/api/types/blkiodev"
 	"github.com/moby/moby/api/types/container"
@@ -24,16 +24,16 @@ const WorkloadUser = "65534:65534"
 // load lane joins the network namespace of the http lane it loads
 // (targetID), the run's private network, which has no address anything
 // outside the run could reach and goes when the service goes. A
-// facilitator's service (experiments.KindImage) runs its own image and
+// facilitator's service (specs.KindImage) runs its own image and
 // command, hardened the same way; it keeps no progress file and waits at
 // no barrier.
-func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, image, targetID string, opts ...LaneOption) client.ContainerCreateOptions {
+func CreateOptions(instance, runID string, lane int, l specs.PlannedLane, image, targetID string, opts ...LaneOption) client.ContainerCreateOptions {
 	var o laneOptions
 	for _, f := range opts {
 		f(&o)
 	}
 	cmd := l.Workload.Args()
-	if l.Workload.Kind == experiments.KindImage {
+	if l.Workload.Kind == specs.KindImage {
 		o = laneOptions{} // no progress file, no barrier
 	}
 	image = laneImage(l, image)
@@ -51,7 +51,7 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 	}
 	r := l.Resources
 	if r.PidsLimit <= 0 {
-		r.PidsLimit = experiments.DefaultPidsLimit
+		r.PidsLimit = specs.DefaultPidsLimit
 	}
 	mode := container.NetworkMode("none")
 	if l.Target >= 0 && targetID != "" {
@@ -82,11 +82,11 @@ func CreateOptions(instance, runID string, lane int, l experiments.PlannedLane, 
 // RepoOf is the image a lane of workload w runs, as its docker run
 // command names it: a facilitator's service's own, the runtimes image,
 // or the workload image.
-func RepoOf(w experiments.Workload) string {
+func RepoOf(w specs.Workload) string {
 	switch w.Kind {
-	case experiments.KindRuntimes:
+	case specs.KindRuntimes:
 		return RuntimesRepo
-	case experiments.KindImage:
+	case specs.KindImage:
 		return w.Image
 	}
 	return ImageRepo
@@ -94,8 +94,8 @@ func RepoOf(w experiments.Workload) string {
 
 // laneImage is the image a lane runs: a facilitator's service's own, or
 // the workload image.
-func laneImage(l experiments.PlannedLane, workload string) string {
-	if l.Workload.Kind == experiments.KindImage {
+func laneImage(l specs.PlannedLane, workload string) string {
+	if l.Workload.Kind == specs.KindImage {
 		return l.Workload.Image
 	}
 	return workload
@@ -118,7 +118,7 @@ func WithProgressFile(on bool) LaneOption { return func(o *laneOptions) { o.prog
 
 // Resources is the Engine API's form of a lane's limits; zero fields
 // are unset (and, in an update, unchanged).
-func Resources(r experiments.Resources) container.Resources {
+func Resources(r specs.Resources) container.Resources {
 	out := container.Resources{
 		NanoCPUs:          r.NanoCPUs,
 		CPUShares:         r.CPUShares,
@@ -132,7 +132,7 @@ func Resources(r experiments.Resources) container.Resources {
 	if r.PidsLimit > 0 {
 		out.PidsLimit = &r.PidsLimit
 	}
-	throttle := func(d experiments.DeviceRate) []*blkiodev.ThrottleDevice {
+	throttle := func(d specs.DeviceRate) []*blkiodev.ThrottleDevice {
 		if d.Path == "" {
 			return nil
 		}
@@ -153,8 +153,8 @@ func ContainerName(runID string, lane int) string { return fmt.Sprintf("limitlab
 
 // Applied reads back the limits the engine applied, as inspect
 // reports them: these, not the request, are what the user is shown.
-func Applied(r container.Resources) experiments.Resources {
-	out := experiments.Resources{
+func Applied(r container.Resources) specs.Resources {
+	out := specs.Resources{
 		NanoCPUs:          r.NanoCPUs,
 		CPUShares:         r.CPUShares,
 		CpusetCpus:        r.CpusetCpus,
@@ -167,17 +167,17 @@ func Applied(r container.Resources) experiments.Resources {
 	if r.PidsLimit != nil {
 		out.PidsLimit = *r.PidsLimit
 	}
-	first := func(ds []*blkiodev.ThrottleDevice) experiments.DeviceRate {
+	first := func(ds []*blkiodev.ThrottleDevice) specs.DeviceRate {
 		if len(ds) == 0 || ds[0] == nil {
-			return experiments.DeviceRate{}
+			return specs.DeviceRate{}
 		}
-		return experiments.DeviceRate{Path: ds[0].Path, Rate: ds[0].Rate}
+		return specs.DeviceRate{Path: ds[0].Path, Rate: ds[0].Rate}
 	}
 	out.ReadBps, out.WriteBps = first(r.BlkioDeviceReadBps), first(r.BlkioDeviceWriteBps)
 	out.ReadIOps, out.WriteIOps = first(r.BlkioDeviceReadIOps), first(r.BlkioDeviceWriteIOps)
 	out.BlkioWeight = r.BlkioWeight
 	if len(r.BlkioWeightDevice) > 0 && r.BlkioWeightDevice[0] != nil {
-		out.BlkioWeightDevice = experiments.DeviceRate{Path: r.BlkioWeightDevice[0].Path, Rate: uint64(r.BlkioWeightDevice[0].Weight)}
+		out.BlkioWeightDevice = specs.DeviceRate{Path: r.BlkioWeightDevice[0].Path, Rate: uint64(r.BlkioWeightDevice[0].Weight)}
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -19,7 +19,7 @@ import (
 type NewLane struct {
 	Instance, RunID string
 	Index           int
-	Lane            experiments.PlannedLane
+	Lane            specs.PlannedLane
 	Image           string
 	// TargetID is the id of the service lane a load lane loads.
 	TargetID string
@@ -66,7 +66,7 @@ func (d Docker) Create(ctx context.Context, nl NewLane) (Created, error) {
 		if nl.Lane.Target >= 0 {
 			network = "container:" + ContainerName(nl.RunID, nl.Lane.Target)
 		}
-		c.Command = experiments.DockerRun(RepoOf(nl.Lane.Workload), nl.Lane.Workload, c.Applied, network)
+		c.Command = specs.DockerRun(RepoOf(nl.Lane.Workload), nl.Lane.Workload, c.Applied, network)
 	}
 	return c, err
 }
@@ -131,7 +131,7 @@ func (d Docker) Signal(id string, sig StopSignal, log *slog.Logger) {
 }
 
 // Remove removes a run's containers and volumes.
-func (d Docker) Remove(ctx context.Context, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger) {
+func (d Docker) Remove(ctx context.Context, runID string, ids []string, lanes []specs.PlannedLane, log *slog.Logger) {
 	RemoveRun(ctx, d.Engine, runID, ids, lanes, log)
 }
 
@@ -157,7 +157,7 @@ func parseEngineTime(s string) time.Time {
 // Updated is what a live change of a container's limits left: the limits
 // the engine applied, read back, and its warnings.
 type Updated struct {
-	Applied  experiments.Resources
+	Applied  specs.Resources
 	Warnings []string
 }
 
@@ -167,7 +167,7 @@ var ErrUpdateRefused = errors.New("engine")
 
 // Update changes a running container's limits by delta (docker update)
 // and reads back what the engine applied.
-func (d Docker) Update(ctx context.Context, id string, delta experiments.Resources) (Updated, error) {
+func (d Docker) Update(ctx context.Context, id string, delta specs.Resources) (Updated, error) {
 	res := Resources(delta)
 	upd, err := d.Engine.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &res})
 	if err != nil {

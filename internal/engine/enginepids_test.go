@@ -8,7 +8,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // TestTheEnginesProcessesAreFoundWithoutASearch: the local engine's
@@ -41,8 +41,8 @@ func TestTheEnginesProcessesAreFoundWithoutASearch(t *testing.T) {
 	if names["containerd"] == 0 && !externalContainerd(pids[0]) {
 		t.Errorf("dockerd runs its own containerd, and it was not found among %v", names)
 	}
-	_, pid := enginetest.StartLane(t, eng, image, "enginepids-test", experiments.PlannedLane{Target: -1,
-		Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 5}, Resources: experiments.Resources{NanoCPUs: 1e8}})
+	_, pid := enginetest.StartLane(t, eng, image, "enginepids-test", specs.PlannedLane{Target: -1,
+		Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1, Seconds: 5}, Resources: specs.Resources{NanoCPUs: 1e8}})
 	shim := engine.ProcParent("/proc", pid)
 	if got := comm(t, shim); !strings.HasPrefix(got, "containerd-shim") {
 		t.Errorf("the lane's first process %d has the parent %d %q, not a shim", pid, shim, got)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // raw is a container's counters read straight from the kernel's files, the
@@ -117,8 +117,8 @@ func TestCountersAgainstKernelFiles(t *testing.T) {
 	// A fifth of a CPU keeps the writer throttled and still lets it write
 	// under emulation (the v2 VM runs on qemu TCG, where 0.02 CPUs did not
 	// write ten requests in a minute).
-	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
-		Resources: experiments.Resources{NanoCPUs: 2e8, WriteBps: experiments.DeviceRate{Path: h.DataRootDevice, Rate: 10 << 20}}}
+	lane := specs.PlannedLane{Workload: specs.Workload{Kind: specs.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
+		Resources: specs.Resources{NanoCPUs: 2e8, WriteBps: specs.DeviceRate{Path: h.DataRootDevice, Rate: 10 << 20}}}
 	_, cg := startLane(t, eng, image, "formulas", lane)
 	dirs := engine.CgroupDirs(cg)
 	v2 := h.CgroupV2()

@@ -13,7 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/client"
 )
 
@@ -71,7 +72,7 @@ type HostInfo struct {
 	IO *IOProbe
 	// Queue is the data root disk's request limits: larger IOs are split,
 	// and IOPS throttles count the pieces.
-	Queue        experiments.QueueLimits
+	Queue        models.QueueLimits
 	DataRootNote string
 	// ProgressSource is how the workloads' progress reaches the server:
 	// "file", read from each container's own tmpfs through /proc (the
@@ -140,8 +141,8 @@ func (h *HostInfo) useSampler(s CgroupSource) {
 func (h HostInfo) HasPressure() bool { return h.CgroupV2() && h.ReadsCgroups() }
 
 // ModelHost is what the CPU allotment model needs of the host.
-func (h HostInfo) ModelHost() experiments.ModelHost {
-	return experiments.ModelHost{NCPU: h.NCPU, CgroupV2: h.CgroupV2()}
+func (h HostInfo) ModelHost() models.ModelHost {
+	return models.ModelHost{NCPU: h.NCPU, CgroupV2: h.CgroupV2()}
 }
 
 // SharesNote explains, on cgroup v2, how the engine turns --cpu-shares into
@@ -156,8 +157,8 @@ func (h HostInfo) SharesNote() string {
 
 // Experiments is the part of HostInfo that validation needs; the server's
 // default memory is the runner's to add (runner.Env.Experiments).
-func (h HostInfo) Experiments() experiments.Host {
-	eh := experiments.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
+func (h HostInfo) Experiments() specs.Host {
+	eh := specs.Host{NCPU: h.NCPU, Unsupported: map[string]string{}, DataRootDevice: h.DataRootDevice, MemTotal: h.MemTotal,
 		Kubernetes: h.Kubernetes(), Images: map[string]bool{}}
 	if h.Kube != nil {
 		eh.CPUManager, eh.CPUManagerNote = h.Kube.CPUManager, h.Kube.CPUManagerNote
@@ -289,7 +290,7 @@ func findDataRoot(h *HostInfo, local bool, root string) {
 				n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 				return n
 			}
-			h.Queue = experiments.QueueLimits{MaxSectorsKB: read("max_sectors_kb"), MaxSegments: read("max_segments")}
+			h.Queue = models.QueueLimits{MaxSectorsKB: read("max_sectors_kb"), MaxSegments: read("max_segments")}
 		} else {
 			h.DataRootNote = err.Error()
 		}

@@ -15,7 +15,7 @@ import (
 // The host's own load, read from /proc on the engine's host (this
 // machine, for a local engine): what else used the CPUs while a run ran,
 // and how long each lane's threads waited for one. A verdict the host's
-// noise could have decided says so (experiments.NoiseEffect).
+// noise could have decided says so (models.NoiseEffect).
 
 // userHZ is the unit of /proc/stat and /proc/<pid>/stat times: USER_HZ,
 // 100 on every Linux architecture the kernel exports to user space.

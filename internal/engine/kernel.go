@@ -6,15 +6,15 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/limitlab/limitlab/internal/experiments/kernelfiles"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"golang.org/x/sys/unix"
-
-	"github.com/limitlab/limitlab/internal/experiments"
 )
 
 // KernelReading is one cgroup file a limit writes, and what the
 // container's cgroup held when it was read.
 type KernelReading struct {
-	experiments.KernelFile
+	kernelfiles.KernelFile
 	Got     string `json:"got"`
 	Present bool   `json:"present"` // the kernel offers the file
 	Holds   bool   `json:"holds"`   // it shows the wanted value
@@ -31,7 +31,7 @@ const kernelReadMax = 512
 // limits write. A file the kernel does not offer is left absent; a file
 // that could not be read (a remote node's sampler too slow to answer) is
 // asked for once more, and if that fails too, the error says which.
-func ReadKernel(cg CgroupFiles, files []experiments.KernelFile) ([]KernelReading, error) {
+func ReadKernel(cg CgroupFiles, files []kernelfiles.KernelFile) ([]KernelReading, error) {
 	out := make([]KernelReading, len(files))
 	var failed error
 	for try := 0; try < 2; try++ {
@@ -52,7 +52,7 @@ func ReadKernel(cg CgroupFiles, files []experiments.KernelFile) ([]KernelReading
 	return out, failed
 }
 
-func readKernelFile(cg CgroupFiles, f experiments.KernelFile) KernelReading {
+func readKernelFile(cg CgroupFiles, f kernelfiles.KernelFile) KernelReading {
 	r := KernelReading{KernelFile: f}
 	b, err := cg.File(f.Controller, f.File)
 	switch {
@@ -71,9 +71,9 @@ func readKernelFile(cg CgroupFiles, f experiments.KernelFile) KernelReading {
 // DeviceNumbers maps each block device path that r names to its
 // "major:minor", as the kernel's IO files name it. Only a local engine's
 // devices are visible here; others are left out.
-func DeviceNumbers(r experiments.Resources) map[string]string {
+func DeviceNumbers(r specs.Resources) map[string]string {
 	out := map[string]string{}
-	for _, d := range []experiments.DeviceRate{r.ReadBps, r.WriteBps, r.ReadIOps, r.WriteIOps, r.BlkioWeightDevice} {
+	for _, d := range []specs.DeviceRate{r.ReadBps, r.WriteBps, r.ReadIOps, r.WriteIOps, r.BlkioWeightDevice} {
 		if d.Path == "" {
 			continue
 		}
@@ -96,7 +96,7 @@ type KernelView struct {
 	Files  []KernelReading `json:"files"`
 	// Other is the other version's files for the same limits.
 	OtherCgroup string                   `json:"other_cgroup"`
-	Other       []experiments.KernelFile `json:"other"`
+	Other       []kernelfiles.KernelFile `json:"other"`
 	// Note says why nothing was read back (the cgroup files are not
 	// visible here).
 	Note string `json:"note,omitempty"`
@@ -109,17 +109,17 @@ type KernelView struct {
 // lane given as a pod), through the lane's reader when it reads cgroup
 // files; with another reader it lists the files without values, saying
 // why.
-func ReadKernelView(h HostInfo, rd Reader, applied experiments.Resources, pod *experiments.Pod) KernelView {
+func ReadKernelView(h HostInfo, rd Reader, applied specs.Resources, pod *specs.Pod) KernelView {
 	v2 := h.CgroupV2()
 	devs := map[string]string{}
 	if h.local {
 		devs = DeviceNumbers(applied)
 	}
-	kv := KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.LaneKernelFiles(applied, pod, !v2, devs)}
+	kv := KernelView{Cgroup: "1", OtherCgroup: "2", Other: kernelfiles.LaneKernelFiles(applied, pod, !v2, devs)}
 	if v2 {
 		kv.Cgroup, kv.OtherCgroup = "2", "1"
 	}
-	files := experiments.LaneKernelFiles(applied, pod, v2, devs)
+	files := kernelfiles.LaneKernelFiles(applied, pod, v2, devs)
 	if cg, ok := rd.(CgroupFiles); ok {
 		var err error
 		if kv.Files, err = ReadKernel(cg, files); err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/kernelfiles"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/client"
 )
 
@@ -49,8 +51,8 @@ func TestKernelFilesReadBack(t *testing.T) {
 		// Unsupported here: the probe says why; a weight asked for anyway
 		// (bypassing validation) does not reach the kernel.
 		t.Logf("block IO weights reported unsupported: %s", h.IOWeight().Reason)
-		plan.Lanes = append(plan.Lanes, experiments.PlannedLane{Name: "unsupported weight", Target: -1,
-			Workload: plan.Lanes[0].Workload, Resources: experiments.Resources{BlkioWeight: 300}})
+		plan.Lanes = append(plan.Lanes, specs.PlannedLane{Name: "unsupported weight", Target: -1,
+			Workload: plan.Lanes[0].Workload, Resources: specs.Resources{BlkioWeight: 300}})
 	}
 	ctx := context.Background()
 	held, total := 0, 0
@@ -77,7 +79,7 @@ func TestKernelFilesReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files := experiments.KernelFiles(c.Applied, h.CgroupV2(), engine.DeviceNumbers(c.Applied))
+		files := kernelfiles.KernelFiles(c.Applied, h.CgroupV2(), engine.DeviceNumbers(c.Applied))
 		readings, err := engine.ReadKernel(cg, files)
 		cg.Close()
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // KubernetesNode is what a cluster tells of the node its runs take.
@@ -20,7 +20,7 @@ type KubernetesNode struct {
 	Local      bool
 	// CPUManager is kubelet's CPU manager policy as a probe pod showed
 	// it ("" unknown), CPUManagerNote what it saw.
-	CPUManager     experiments.CPUManagerPolicy
+	CPUManager     specs.CPUManagerPolicy
 	CPUManagerNote string
 	// Sampler is the address of the node's sampler, when the pods' cgroup
 	// files are read through it.
@@ -34,7 +34,7 @@ type KubernetesFacts struct {
 	Node, ServerVersion, KubeletVersion, Runtime string
 	// CPUManager is kubelet's CPU manager policy, as a probe pod showed
 	// it, and CPUManagerNote what the probe saw.
-	CPUManager     experiments.CPUManagerPolicy
+	CPUManager     specs.CPUManagerPolicy
 	CPUManagerNote string
 }
 
@@ -52,7 +52,7 @@ func KubernetesHost(n KubernetesNode) HostInfo {
 	yes := Support{Supported: true}
 	h.Caps.CPUs, h.Caps.CPUQuota, h.Caps.CPUShares, h.Caps.Memory = yes, yes, yes, yes
 	fields := h.Caps.fields()
-	for f, why := range experiments.KubernetesUnsupported {
+	for f, why := range specs.KubernetesUnsupported {
 		*fields[f] = Support{Reason: why}
 	}
 	h.Caps.CPUBurst = Support{Reason: "a pod's cgroup files are kubelet's to write: a CFS burst needs a local Docker engine"}

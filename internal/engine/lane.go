@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/client"
 )
 
@@ -15,7 +15,7 @@ import (
 // the warnings it gave.
 type Created struct {
 	ID       string
-	Applied  experiments.Resources
+	Applied  specs.Resources
 	Warnings []string
 	// Command is the docker CLI command that makes the same container;
 	// Manifest, a pod's YAML.
@@ -26,7 +26,7 @@ type Created struct {
 // volume) and reads back what the engine applied. A failure names what the
 // engine refused, in its words. On an error after the container was made,
 // the returned Created still carries its id, so that it can be removed.
-func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, l experiments.PlannedLane, image, targetID string, opts ...LaneOption) (Created, error) {
+func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, l specs.PlannedLane, image, targetID string, opts ...LaneOption) (Created, error) {
 	if l.Workload.Disk() {
 		if _, err := eng.VolumeCreate(ctx, client.VolumeCreateOptions{
 			Name: ContainerName(runID, i), Labels: labels(instance, runID, i),
@@ -50,7 +50,7 @@ func CreateLane(ctx context.Context, eng Engine, instance, runID string, i int, 
 // RemoveRun removes a run's containers by id, then any the engine finished
 // creating after the run gave up on them (found by the run's label), then
 // the volumes of its disk lanes. It logs what it could not remove.
-func RemoveRun(ctx context.Context, eng Engine, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger) {
+func RemoveRun(ctx context.Context, eng Engine, runID string, ids []string, lanes []specs.PlannedLane, log *slog.Logger) {
 	for _, id := range ids {
 		if _, err := eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			log.Warn("remove container", slog.String("id", id[:min(12, len(id))]), slog.Any("err", err))
@@ -105,7 +105,7 @@ const (
 type Resized struct {
 	State    string
 	Message  string
-	Applied  experiments.Pod
+	Applied  specs.Pod
 	Restarts int32
 	Command  string
 }

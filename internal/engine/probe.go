@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/client"
 )
 
@@ -61,9 +61,9 @@ func probeIO(ctx context.Context, eng Engine, h *HostInfo, image string, log *sl
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "limitlab-probe-" + hex.EncodeToString(b)
-	res := experiments.Resources{BlkioWeight: probeWeight, ReadBps: experiments.DeviceRate{Path: dev, Rate: probeRate}}
-	opts := CreateOptions("", "probe", 0, experiments.PlannedLane{
-		Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 30}, Resources: res, Target: -1}, image, "")
+	res := specs.Resources{BlkioWeight: probeWeight, ReadBps: specs.DeviceRate{Path: dev, Rate: probeRate}}
+	opts := CreateOptions("", "probe", 0, specs.PlannedLane{
+		Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1, Seconds: 30}, Resources: res, Target: -1}, image, "")
 	opts.Name = name
 	opts.Config.Labels = map[string]string{LabelRun: name}
 	created, err := eng.ContainerCreate(ctx, opts)

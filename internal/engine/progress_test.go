@@ -10,7 +10,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -26,7 +26,7 @@ func TestProgressBypassesTheEngine(t *testing.T) {
 		t.Fatalf("progress source %q: this host's server runs as root beside the engine and should read the containers' files", h.ProgressSource)
 	}
 	ctx := context.Background()
-	lane := experiments.PlannedLane{Target: -1, Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 2}}
+	lane := specs.PlannedLane{Target: -1, Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1, Seconds: 2}}
 	c, err := engine.CreateLane(ctx, eng, "", "progress", 0, lane, image, "", engine.WithProgressFile(true))
 	if c.ID != "" {
 		t.Cleanup(func() {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -21,7 +21,7 @@ import (
 func benchContainer(b *testing.B) (string, int) {
 	eng, image, _ := enginetest.Engine(b)
 	ctx := context.Background()
-	plan := experiments.PlannedLane{Workload: experiments.Workload{Kind: "mem", MB: 8, Seconds: 600}}
+	plan := specs.PlannedLane{Workload: specs.Workload{Kind: "mem", MB: 8, Seconds: 600}}
 	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "bench", 0, plan, image, ""))
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // TestEngineStatsAgainstCgroupFiles reads one busy container through both
@@ -21,8 +21,8 @@ func TestEngineStatsAgainstCgroupFiles(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Throttled, so that it is still writing while both sources are read.
-	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
-		Resources: experiments.Resources{WriteBps: experiments.DeviceRate{Path: h.DataRootDevice, Rate: 20 << 20}}}
+	lane := specs.PlannedLane{Workload: specs.Workload{Kind: specs.KindDiskWrite, MB: 400, BS: 1 << 20}, Target: -1,
+		Resources: specs.Resources{WriteBps: specs.DeviceRate{Path: h.DataRootDevice, Rate: 20 << 20}}}
 	c, files := startLane(t, eng, image, "signals", lane)
 	remote := h
 	remote.StatsSource = engine.StatsEngine

@@ -7,7 +7,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -24,14 +24,14 @@ func TestDockerUpdateReadsBackWhatTheEngineApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upd, err := d.Update(ctx, made.ID, experiments.Resources{NanoCPUs: 15e8})
+	upd, err := d.Update(ctx, made.ID, specs.Resources{NanoCPUs: 15e8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if upd.Applied.NanoCPUs != 15e8 {
 		t.Errorf("applied %+v after --cpus 1.5", upd.Applied)
 	}
-	_, err = d.Update(ctx, "gone", experiments.Resources{NanoCPUs: 1e9})
+	_, err = d.Update(ctx, "gone", specs.Resources{NanoCPUs: 1e9})
 	if !errors.Is(err, engine.ErrUpdateRefused) || err.Error() == "engine" {
 		t.Errorf("an update of no container: %v, want the engine's refusal in its words", err)
 	}

@@ -3,7 +3,7 @@ package engine
 import (
 	"slices"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
 )
 
 // HostView is a host as the API shows it: GET /api/host, and each
@@ -26,19 +26,19 @@ type HostView struct {
 	MemoryBytes      int64           `json:"memory_bytes"`
 	// Limits is every limit flag with whether the host applies it;
 	// Unsupported the ones it does not, with why.
-	Limits         map[string]Support      `json:"limits"`
-	Unsupported    map[string]string       `json:"unsupported"`
-	StatsSource    string                  `json:"stats_source"`
-	StatsNote      string                  `json:"stats_note"`
-	ProgressSource string                  `json:"progress_source"`
-	Samples        Sampling                `json:"samples"`
-	EngineWarnings []string                `json:"engine_warnings"`
-	IOWeight       Support                 `json:"io_weight"`
-	IOThrottle     Support                 `json:"io_throttle"`
-	DataRootDevice string                  `json:"data_root_device"`
-	DataRootNote   string                  `json:"data_root_note,omitempty"`
-	DataRootQueue  experiments.QueueLimits `json:"data_root_queue"`
-	IOProbe        *IOProbe                `json:"io_probe,omitempty"`
+	Limits         map[string]Support `json:"limits"`
+	Unsupported    map[string]string  `json:"unsupported"`
+	StatsSource    string             `json:"stats_source"`
+	StatsNote      string             `json:"stats_note"`
+	ProgressSource string             `json:"progress_source"`
+	Samples        Sampling           `json:"samples"`
+	EngineWarnings []string           `json:"engine_warnings"`
+	IOWeight       Support            `json:"io_weight"`
+	IOThrottle     Support            `json:"io_throttle"`
+	DataRootDevice string             `json:"data_root_device"`
+	DataRootNote   string             `json:"data_root_note,omitempty"`
+	DataRootQueue  models.QueueLimits `json:"data_root_queue"`
+	IOProbe        *IOProbe           `json:"io_probe,omitempty"`
 }
 
 // KubernetesView is a Kubernetes node as the API shows it.

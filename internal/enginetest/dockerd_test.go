@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/testbed"
 )
 
@@ -63,7 +63,7 @@ func TestATestEngineLeavesTheHostAsItWas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lane := experiments.PlannedLane{Name: "spin", Workload: experiments.Workload{Kind: "spin", Seconds: 1}, Target: -1}
+	lane := specs.PlannedLane{Name: "spin", Workload: specs.Workload{Kind: "spin", Seconds: 1}, Target: -1}
 	StartLane(t, d.Client, img, "hostchk-run", lane)
 	linksWhile, cgroupsWhile := hostState(t, testbed.CgroupParent(name))
 	if !slices.Equal(linksWhile, linksBefore) {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -190,7 +192,7 @@ func WaitDone(t testing.TB, r *runner.Run, within time.Duration) runner.RunView 
 
 // Plan parses and validates a JSON spec for the manager's host, or fails
 // the test.
-func Plan(t testing.TB, m *workshop.Manager, specJSON string) (experiments.Spec, experiments.Plan) {
+func Plan(t testing.TB, m *workshop.Manager, specJSON string) (specs.Spec, specs.Plan) {
 	t.Helper()
 	spec, errs := experiments.Parse([]byte(specJSON))
 	if errs != nil {
@@ -218,7 +220,7 @@ func EmulatedCPU() bool { return os.Getenv("LIMITLAB_TEST_EMULATED_CPU") != "" }
 // On emulated CPUs a verdict on CPU time (wall time per CPU second, CPU
 // shares, throttled periods) must be judged, and is logged, not required
 // to hold; block IO verdicts must hold there too.
-func CheckVerdict(t testing.TB, v *experiments.Verdict) {
+func CheckVerdict(t testing.TB, v *models.Verdict) {
 	t.Helper()
 	switch {
 	case v == nil || !v.Judged:
@@ -228,7 +230,7 @@ func CheckVerdict(t testing.TB, v *experiments.Verdict) {
 		// The host's own load (these machines' baseline is a quarter of
 		// a core) could have decided it, and the figures held regardless.
 		t.Logf("inconclusive, and as predicted all the same: %s", v.Explanation)
-	case EmulatedCPU() && (v.Metric == experiments.MetricCPU || v.Metric == experiments.MetricWallTime || v.Metric == experiments.MetricThrottling || v.Metric == experiments.MetricBurst):
+	case EmulatedCPU() && (v.Metric == specs.MetricCPU || v.Metric == specs.MetricWallTime || v.Metric == specs.MetricThrottling || v.Metric == specs.MetricBurst):
 		t.Logf("on emulated CPUs, not as predicted (not required): %s", v.Explanation)
 	default:
 		t.Errorf("verdict failed: %s", v.Explanation)
@@ -240,7 +242,7 @@ func CheckVerdict(t testing.TB, v *experiments.Verdict) {
 // emulation that work runs six times slower and would outlast the labs'
 // durations. The verdicts compare ratios between lanes, which do not
 // depend on how much work each does.
-func scaleCPUWork(t testing.TB, p *experiments.Plan) {
+func scaleCPUWork(t testing.TB, p *specs.Plan) {
 	v := os.Getenv("LIMITLAB_TEST_SCALE")
 	if v == "" {
 		return
@@ -252,9 +254,9 @@ func scaleCPUWork(t testing.TB, p *experiments.Plan) {
 	for i := range p.Lanes {
 		w := &p.Lanes[i].Workload
 		switch w.Kind {
-		case experiments.KindMD5:
+		case specs.KindMD5:
 			w.MB = max(1, int(float64(w.MB)*scale))
-		case experiments.KindPrimes:
+		case specs.KindPrimes:
 			w.MaxPrime = max(1000, int(float64(w.MaxPrime)*scale))
 		}
 	}
@@ -279,13 +281,13 @@ func Ratios(xs []float64) string {
 
 // StartLane creates and starts one lane's container on eng, removed when
 // the test ends, and returns it and its process's pid.
-func StartLane(t testing.TB, eng engine.Engine, image, runID string, lane experiments.PlannedLane) (engine.Created, int) {
+func StartLane(t testing.TB, eng engine.Engine, image, runID string, lane specs.PlannedLane) (engine.Created, int) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := engine.CreateLane(ctx, eng, "", runID, 0, lane, image, "")
 	if c.ID != "" {
 		t.Cleanup(func() {
-			engine.RemoveRun(context.Background(), eng, runID, []string{c.ID}, []experiments.PlannedLane{lane}, slog.Default())
+			engine.RemoveRun(context.Background(), eng, runID, []string{c.ID}, []specs.PlannedLane{lane}, slog.Default())
 		})
 	}
 	if err != nil {

@@ -4,12 +4,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // The cfs-burst lab's service: 2 ms a request on 2 threads under --cpus
 // 0.5, bursts of 40 every 0.4 s.
-func labScenario(burst time.Duration) BurstScenario {
-	return BurstScenario{Work: 2 * time.Millisecond, Threads: 2, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond,
+func labScenario(burst time.Duration) models.BurstScenario {
+	return models.BurstScenario{Work: 2 * time.Millisecond, Threads: 2, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond,
 		Burst: burst, Requests: 40, Every: 400 * time.Millisecond}
 }
 
@@ -18,7 +21,7 @@ func labScenario(burst time.Duration) BurstScenario {
 func TestPredictBurstsSpreadsThePhase(t *testing.T) {
 	s := labScenario(0)
 	s.Requests, s.Every = 30, 353*time.Millisecond
-	p := PredictBursts(s)
+	p := models.PredictBursts(s)
 	// 60 ms of CPU on 2 threads: throttled unless it starts 75 ms or
 	// more into a period and needs at most 50 ms in the next one.
 	if p.ThrottledPerBurst < 0.7 || p.ThrottledPerBurst > 0.95 {
@@ -31,29 +34,29 @@ func TestPredictBursts(t *testing.T) {
 	// a burst, unless it comes late enough in a period to spread over two
 	// (from 75 ms in: at most 50 ms in each), and the last requests wait
 	// for the next period.
-	none := PredictBursts(labScenario(0))
+	none := models.PredictBursts(labScenario(0))
 	if none.ThrottledPerBurst < 0.75 || none.ThrottledPerBurst > 0.9 || none.P99 < 80*time.Millisecond || none.P99 > 130*time.Millisecond {
 		t.Errorf("without a burst: %+v", none)
 	}
 	// With 50 ms of burst a period may spend 100 ms: the burst runs
 	// through in 40 ms on its 2 threads.
-	with := PredictBursts(labScenario(50 * time.Millisecond))
+	with := models.PredictBursts(labScenario(50 * time.Millisecond))
 	if with.ThrottledPerBurst != 0 || with.P99 < 38*time.Millisecond || with.P99 > 42*time.Millisecond {
 		t.Errorf("with a 50 ms burst: %+v", with)
 	}
 	// A burst that needs less than a period's quota is never throttled.
 	small := labScenario(0)
 	small.Requests = 20
-	if p := PredictBursts(small); p.ThrottledPerBurst != 0 || p.P99 > 21*time.Millisecond {
+	if p := models.PredictBursts(small); p.ThrottledPerBurst != 0 || p.P99 > 21*time.Millisecond {
 		t.Errorf("a burst within the quota: %+v", p)
 	}
 }
 
 func TestCPUBurstIsValidated(t *testing.T) {
-	host := Host{NCPU: 2}
+	host := specs.Host{NCPU: 2}
 	for _, c := range []struct {
 		lane, says string
-		host       Host
+		host       specs.Host
 	}{
 		{`"limits": {"cpus": "0.5"}, "cpu_burst": "50ms"`, "", host},
 		{`"limits": {"cpu-quota": "20000", "cpu-period": "50000"}, "cpu_burst": "20ms"`, "", host},
@@ -61,8 +64,8 @@ func TestCPUBurstIsValidated(t *testing.T) {
 		{`"limits": {"cpus": "0.5"}, "cpu_burst": "60ms"`, "at most the quota (50ms)", host},
 		{`"limits": {"cpus": "0.5"}, "cpu_burst": "soon"`, "invalid duration", host},
 		{`"limits": {"cpus": "0.5"}, "cpu_burst": "10us"`, "from 1ms", host},
-		{`"limits": {"cpus": "0.5"}, "cpu_burst": "50ms"`, "compose mounts", Host{NCPU: 2, Unsupported: map[string]string{"cpu_burst": "compose mounts them read-only"}}},
-		{`"resources": {"limits": {"cpu": "500m"}}, "cpu_burst": "50ms"`, "kubernetes/kubernetes#104516", Host{NCPU: 2, Kubernetes: true}},
+		{`"limits": {"cpus": "0.5"}, "cpu_burst": "50ms"`, "compose mounts", specs.Host{NCPU: 2, Unsupported: map[string]string{"cpu_burst": "compose mounts them read-only"}}},
+		{`"resources": {"limits": {"cpu": "500m"}}, "cpu_burst": "50ms"`, "kubernetes/kubernetes#104516", specs.Host{NCPU: 2, Kubernetes: true}},
 	} {
 		spec, errs := Parse([]byte(`{"lanes": [{"name": "svc", "workload": {"kind": "spin"}, ` + c.lane + `}]}`))
 		if errs != nil {

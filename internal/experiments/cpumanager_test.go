@@ -3,9 +3,13 @@ package experiments
 import (
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/kernelfiles"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
-var staticNode = Host{NCPU: 2, Kubernetes: true, CPUManager: CPUManagerStatic}
+var staticNode = specs.Host{NCPU: 2, Kubernetes: true, CPUManager: specs.CPUManagerStatic}
 
 // Under the static policy the Guaranteed service of whole CPUs gets CPUs
 // of its own and no quota, its load the shared pool beside it; the
@@ -26,12 +30,12 @@ func TestStaticCPUManagerPlacesTheLab(t *testing.T) {
 	if load.Pod.SharedCPUs != 1 || load.Resources.CpusetCpus != "0" {
 		t.Errorf("its load: pod %+v; want the shared pool of one CPU", load.Pod)
 	}
-	if b.Pod.QoS != QoSBurstable || b.Pod.ExclusiveCPUs != 0 || b.Pod.SharedCPUs != 0 || b.Resources.NanoCPUs != 1e9 || b.Resources.CpusetCpus != "" {
+	if b.Pod.QoS != specs.QoSBurstable || b.Pod.ExclusiveCPUs != 0 || b.Pod.SharedCPUs != 0 || b.Resources.NanoCPUs != 1e9 || b.Resources.CpusetCpus != "" {
 		t.Errorf("the Burstable service: pod %+v, resources %+v; want a quota of one CPU on every CPU", b.Pod, b.Resources)
 	}
 
-	files := map[string]KernelFile{}
-	for _, f := range PodKernelFiles(*g.Pod, false) {
+	files := map[string]kernelfiles.KernelFile{}
+	for _, f := range kernelfiles.PodKernelFiles(*g.Pod, false) {
 		files[f.File] = f
 	}
 	if q := files["cpu.cfs_quota_us"]; q.Want != "-1" || !strings.Contains(q.Formula, "static") {
@@ -41,13 +45,13 @@ func TestStaticCPUManagerPlacesTheLab(t *testing.T) {
 	if cs.CPUs != 1 || !cs.Holds("1") || !cs.Holds("0\n") || cs.Holds("0-1") || cs.Holds("") {
 		t.Errorf("the exclusive pod's cpuset row: %+v", cs)
 	}
-	for _, f := range PodKernelFiles(*b.Pod, false) {
+	for _, f := range kernelfiles.PodKernelFiles(*b.Pod, false) {
 		if f.File == "cpuset.cpus" {
 			t.Errorf("a pod beside no exclusive one has a cpuset row: %+v", f)
 		}
 	}
 
-	v := JudgeThrottling(*plan.Verdict, plan, []ThrottleOutcome{
+	v := models.JudgeThrottling(*plan.Verdict, plan, []models.ThrottleOutcome{
 		{Completed: true, Wall: 10},
 		{Completed: true, Wall: 10},
 		{Completed: true, Periods: 100, ThrottledNs: 9e9, Wall: 10},
@@ -64,7 +68,7 @@ func TestStaticCPUManagerPlacesTheLab(t *testing.T) {
 // The lab names the policy it needs, and what the node's probe found.
 func TestStaticCPUManagerLabNeedsTheStaticPolicy(t *testing.T) {
 	lab, _ := LabByID("k8s-static-cpu")
-	none := Host{NCPU: 2, Kubernetes: true, CPUManager: CPUManagerNone, CPUManagerNote: "a Guaranteed probe pod of 1 CPU got cpuset 0-1 and cpu.cfs_quota_us 100000"}
+	none := specs.Host{NCPU: 2, Kubernetes: true, CPUManager: specs.CPUManagerNone, CPUManagerNote: "a Guaranteed probe pod of 1 CPU got cpuset 0-1 and cpu.cfs_quota_us 100000"}
 	if shows, why := lab.Shows(none); shows || !strings.Contains(why, "cpuManagerPolicy: static") || !strings.Contains(why, "is none: a Guaranteed probe pod") {
 		t.Errorf("on a node without the static policy: shows %v (%s)", shows, why)
 	}
@@ -91,7 +95,7 @@ func TestStaticCPUManagerKeepsASharedCPU(t *testing.T) {
 		t.Errorf("got %v", errs)
 	}
 	// Without the static policy they are quotas, and run.
-	if _, errs := Validate(spec, Host{NCPU: 2, Kubernetes: true, CPUManager: CPUManagerNone}); errs != nil {
+	if _, errs := Validate(spec, specs.Host{NCPU: 2, Kubernetes: true, CPUManager: specs.CPUManagerNone}); errs != nil {
 		t.Errorf("without the static policy: %v", errs)
 	}
 }

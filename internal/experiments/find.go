@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -42,10 +44,10 @@ func (t FindTarget) Meets(r ProbeRun) bool {
 }
 
 // Check says what is wrong with a target, naming the field.
-func (t FindTarget) Check() Errors {
-	var errs Errors
+func (t FindTarget) Check() specs.Errors {
+	var errs specs.Errors
 	bad := func(field, msg string) {
-		errs = append(errs, FieldError{Lane: -1, Field: "target." + field, Message: msg})
+		errs = append(errs, specs.FieldError{Lane: -1, Field: "target." + field, Message: msg})
 	}
 	if !(t.P99Ms > 0 && t.P99Ms <= 60000) {
 		bad("p99_ms", "want a p99 in milliseconds, above 0 and at most 60000")
@@ -77,8 +79,8 @@ type Bisection struct {
 // repeatsWrong says what is wrong with a search's runs a limit, if
 // anything.
 func repeatsWrong(repeats int) string {
-	if repeats < 1 || repeats > MaxRepeat {
-		return fmt.Sprintf("want repeats from 1 to %d runs a limit", MaxRepeat)
+	if repeats < 1 || repeats > specs.MaxRepeat {
+		return fmt.Sprintf("want repeats from 1 to %d runs a limit", specs.MaxRepeat)
 	}
 	return ""
 }
@@ -172,7 +174,7 @@ func differs(xs []float64, v float64) bool {
 	n := float64(len(xs))
 	t := (mean - v) / math.Sqrt(variance/n)
 	p := 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.CDF(-math.Abs(t))
-	return p < Significance
+	return p < models.Significance
 }
 
 // Next is the step to run next, or done with the answer: the search
@@ -243,9 +245,9 @@ func (b *Bisection) Answer() Answer {
 	for _, r := range b.runs[step-1] {
 		below = append(below, r.P99Ms)
 	}
-	if _, _, p, ok := Welch(above, below); ok {
+	if _, _, p, ok := models.Welch(above, below); ok {
 		a.BoundP = p
-		if p < Significance {
+		if p < models.Significance {
 			a.BoundSay = fmt.Sprintf("The p99s either side of the boundary differ beyond the noise (Welch's t-test, p = %.2g)", p)
 		} else {
 			a.BoundSay = fmt.Sprintf("The p99s either side of the boundary do not differ beyond the noise (Welch's t-test, p = %.2g): the boundary is within the noise", p)

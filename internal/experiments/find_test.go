@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // service is a synthetic service's p99 under a CPU limit: it needs need
@@ -148,7 +150,7 @@ func TestFindSpecChecksAndProbes(t *testing.T) {
 	}
 	probe := fs.ProbeSpec(0.6)
 	if len(probe.Lanes) != 2 || probe.Lanes[0].Limits.CPUs != "0.6" || probe.Lanes[1].Workload.Target != ProbeService ||
-		probe.Lanes[1].Workload.Rate != 150 || probe.Mode != Sequential || !strings.Contains(probe.Name, "cpus 0.6") {
+		probe.Lanes[1].Workload.Rate != 150 || probe.Mode != specs.Sequential || !strings.Contains(probe.Name, "cpus 0.6") {
 		t.Errorf("probe spec %+v", probe)
 	}
 	rec := fs.Recommend(b, Answer{Found: true, Limit: 0.8})

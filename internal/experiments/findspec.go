@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/docker/go-units"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // FindSpec asks for the smallest limit at which a service meets a target
@@ -20,16 +21,16 @@ type FindSpec struct {
 	Lab string `json:"lab,omitempty"`
 	// Service is the built-in http service: its work_us, alloc_kb and
 	// gomaxprocs.
-	Service Workload   `json:"service"`
-	Load    FindLoad   `json:"load"`
-	Target  FindTarget `json:"target"`
-	Search  FindSearch `json:"search"`
+	Service specs.Workload `json:"service"`
+	Load    FindLoad       `json:"load"`
+	Target  FindTarget     `json:"target"`
+	Search  FindSearch     `json:"search"`
 	// Then, if given, is a second search of the other limit, run once this
 	// one has its answer, with that answer fixed (both in turn: --cpus,
 	// then --memory at the --cpus found).
 	Then *FindSearch `json:"then,omitempty"`
 	// Fixed are the service's other limits, the same in every probe.
-	Fixed Limits `json:"fixed,omitempty"`
+	Fixed specs.Limits `json:"fixed,omitempty"`
 }
 
 // FindLoad is each probe's load: an open loop at Rate requests a second,
@@ -44,11 +45,11 @@ type FindLoad struct {
 // "memory" (a size, as --memory takes it), from Min to Max at Resolution,
 // each limit run at most Repeats times.
 type FindSearch struct {
-	Limit      LimitKind `json:"limit"`
-	Min        Value     `json:"min"`
-	Max        Value     `json:"max"`
-	Resolution Value     `json:"resolution"`
-	Repeats    int       `json:"repeats,omitempty"`
+	Limit      LimitKind   `json:"limit"`
+	Min        specs.Value `json:"min"`
+	Max        specs.Value `json:"max"`
+	Resolution specs.Value `json:"resolution"`
+	Repeats    int         `json:"repeats,omitempty"`
 }
 
 // LimitKind is the limit a search takes: FindCPUs or FindMemory.
@@ -69,25 +70,25 @@ const (
 )
 
 // ParseFind decodes a search, its keys exact, or a lab's search.
-func ParseFind(data []byte) (FindSpec, Errors) {
+func ParseFind(data []byte) (FindSpec, specs.Errors) {
 	var fs FindSpec
-	if err := strictDecode(data, &fs); err != nil {
-		return fs, Errors{{Lane: -1, Field: jsonField(err, "find"), Message: jsonMessage(err)}}
+	if err := specs.StrictDecode(data, &fs); err != nil {
+		return fs, specs.Errors{{Lane: -1, Field: specs.JSONField(err, "find"), Message: specs.JSONMessage(err)}}
 	}
 	if fs.Lab == "" {
-		if fs.Service.namesImage() {
-			return fs, Errors{imageRefused(-1, "service.image")}
+		if fs.Service.NamesImage() {
+			return fs, specs.Errors{specs.ImageRefused(-1, "service.image")}
 		}
 		return fs, nil
 	}
 	lab, ok := LabByID(fs.Lab)
 	switch {
 	case !ok:
-		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
+		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
 	case lab.Find == nil:
-		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it as a lab", fs.Lab)}}
+		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it as a lab", fs.Lab)}}
 	case fs != FindSpec{Lab: fs.Lab}:
-		return FindSpec{}, Errors{{Lane: -1, Field: "lab", Message: "give either a lab or a search, not both"}}
+		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: "give either a lab or a search, not both"}}
 	}
 	return lab.FindOf()
 }
@@ -101,15 +102,15 @@ type LabFind struct {
 
 // FindOf is a search lab's search: its spec's service and load lanes, its
 // target and its range.
-func (l Lab) FindOf() (FindSpec, Errors) {
-	bad := func(msg string) (FindSpec, Errors) {
-		return FindSpec{}, Errors{{Lane: -1, Field: "spec", Message: msg}}
+func (l Lab) FindOf() (FindSpec, specs.Errors) {
+	bad := func(msg string) (FindSpec, specs.Errors) {
+		return FindSpec{}, specs.Errors{{Lane: -1, Field: "spec", Message: msg}}
 	}
 	if l.Find == nil {
 		return bad("the lab is not a search")
 	}
 	fs := FindSpec{Name: l.Title, Lab: l.ID, Target: l.Find.Target, Search: l.Find.Search, Then: l.Find.Then}
-	var svc, load *Lane
+	var svc, load *specs.Lane
 	spec := l.LabSpec()
 	for i := range spec.Lanes {
 		switch spec.Lanes[i].Name {
@@ -123,7 +124,7 @@ func (l Lab) FindOf() (FindSpec, Errors) {
 		return bad(fmt.Sprintf("a search lab's spec has two lanes, %q and %q", ProbeService, ProbeLoad))
 	}
 	w := load.Workload
-	if w.Kind != KindLoad || w.Target != ProbeService {
+	if w.Kind != specs.KindLoad || w.Target != ProbeService {
 		return bad(fmt.Sprintf("the %q lane is a load on the %q lane", ProbeLoad, ProbeService))
 	}
 	fs.Service = svc.Workload
@@ -133,11 +134,11 @@ func (l Lab) FindOf() (FindSpec, Errors) {
 
 // Range is a search's grid in its own unit (cores, or MiB for memory),
 // checked; errors name the field.
-func (fs FindSpec) Range() (min, max, resolution float64, errs Errors) {
+func (fs FindSpec) Range() (min, max, resolution float64, errs specs.Errors) {
 	bad := func(field, msg string) {
-		errs = append(errs, FieldError{Lane: -1, Field: "search." + field, Message: msg})
+		errs = append(errs, specs.FieldError{Lane: -1, Field: "search." + field, Message: msg})
 	}
-	parse := func(field string, v Value) float64 {
+	parse := func(field string, v specs.Value) float64 {
 		s := strings.TrimSpace(string(v))
 		var x float64
 		var err error
@@ -183,11 +184,11 @@ func (fs FindSpec) Range() (min, max, resolution float64, errs Errors) {
 
 // Check checks a search's own fields; the probes' specs are checked
 // against the engine as every run's is. Errors name the field.
-func (fs FindSpec) Check() (*Bisection, Errors) {
-	var errs Errors
-	bad := func(field, msg string) { errs = append(errs, FieldError{Lane: -1, Field: field, Message: msg}) }
+func (fs FindSpec) Check() (*Bisection, specs.Errors) {
+	var errs specs.Errors
+	bad := func(field, msg string) { errs = append(errs, specs.FieldError{Lane: -1, Field: field, Message: msg}) }
 	if !fs.Service.Service() {
-		bad("service.kind", fmt.Sprintf("a search runs the built-in %q service or a facilitator's image, got %q", KindHTTP, fs.Service.Kind))
+		bad("service.kind", fmt.Sprintf("a search runs the built-in %q service or a facilitator's image, got %q", specs.KindHTTP, fs.Service.Kind))
 	}
 	l := fs.Load
 	switch {
@@ -217,7 +218,7 @@ func (fs FindSpec) Check() (*Bisection, Errors) {
 	}
 	b, err := NewBisection(min, max, res, repeats, fs.Target)
 	if err != nil {
-		return nil, Errors{{Lane: -1, Field: "search", Message: err.Error()}}
+		return nil, specs.Errors{{Lane: -1, Field: "search", Message: err.Error()}}
 	}
 	return b, nil
 }
@@ -230,22 +231,22 @@ const (
 
 // ProbeSpec is the run of one probe: the service under the limit, and its
 // load.
-func (fs FindSpec) ProbeSpec(limit float64) Spec {
-	svc := Lane{Name: ProbeService, Workload: fs.Service, Limits: fs.Fixed}
+func (fs FindSpec) ProbeSpec(limit float64) specs.Spec {
+	svc := specs.Lane{Name: ProbeService, Workload: fs.Service, Limits: fs.Fixed}
 	switch fs.Search.Limit {
 	case FindCPUs:
-		svc.Limits.CPUs = Value(strconv.FormatFloat(limit, 'f', -1, 64))
+		svc.Limits.CPUs = specs.Value(strconv.FormatFloat(limit, 'f', -1, 64))
 	case FindMemory:
-		svc.Limits.Memory = Value(strconv.FormatInt(int64(math.Round(limit)), 10) + "m")
+		svc.Limits.Memory = specs.Value(strconv.FormatInt(int64(math.Round(limit)), 10) + "m")
 	}
-	load := Lane{Name: ProbeLoad, Workload: Workload{Kind: KindLoad, Target: ProbeService,
+	load := specs.Lane{Name: ProbeLoad, Workload: specs.Workload{Kind: specs.KindLoad, Target: ProbeService,
 		Rate: fs.Load.Rate, Concurrency: fs.Load.Concurrency, Seconds: fs.Load.Seconds}}
 	name := fs.Name
 	if name == "" {
 		name = "find the limit"
 	}
-	return Spec{Name: fmt.Sprintf("%s: %s %s", name, fs.Search.Limit, LimitText(fs.Search.Limit, limit)), Mode: Sequential,
-		Duration: strconv.Itoa(int(fs.Load.Seconds)+40) + "s", Lanes: []Lane{svc, load}}
+	return specs.Spec{Name: fmt.Sprintf("%s: %s %s", name, fs.Search.Limit, LimitText(fs.Search.Limit, limit)), Mode: specs.Sequential,
+		Duration: strconv.Itoa(int(fs.Load.Seconds)+40) + "s", Lanes: []specs.Lane{svc, load}}
 }
 
 // LimitText is a searched limit in the docker CLI's words: 0.65 (CPUs),

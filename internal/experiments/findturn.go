@@ -3,18 +3,20 @@ package experiments
 import (
 	"fmt"
 	"strings"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // checkTurns checks a search's second turn and its fixed limits: the
 // second searches the other limit, and no fixed limit is one a turn
 // searches. Errors name the field ("then.min", "fixed.cpus").
-func (fs FindSpec) checkTurns() Errors {
-	var errs Errors
+func (fs FindSpec) checkTurns() specs.Errors {
+	var errs specs.Errors
 	searched := map[LimitKind]bool{fs.Search.Limit: true}
 	if t := fs.Then; t != nil {
 		switch {
 		case t.Limit == fs.Search.Limit:
-			errs = append(errs, FieldError{Lane: -1, Field: "then.limit", Message: fmt.Sprintf("the second turn searches the other limit, not %q again", t.Limit)})
+			errs = append(errs, specs.FieldError{Lane: -1, Field: "then.limit", Message: fmt.Sprintf("the second turn searches the other limit, not %q again", t.Limit)})
 		default:
 			second := fs
 			second.Search, second.Then = *t, nil
@@ -24,14 +26,14 @@ func (fs FindSpec) checkTurns() Errors {
 				errs = append(errs, e)
 			}
 			if msg := repeatsWrong(max(t.Repeats, 1)); msg != "" { // 0: the first turn's
-				errs = append(errs, FieldError{Lane: -1, Field: "then.repeats", Message: msg})
+				errs = append(errs, specs.FieldError{Lane: -1, Field: "then.repeats", Message: msg})
 			}
 		}
 		searched[t.Limit] = true
 	}
 	for limit, set := range map[LimitKind]bool{FindCPUs: fs.Fixed.CPUs != "", FindMemory: fs.Fixed.Memory != ""} {
 		if set && searched[limit] {
-			errs = append(errs, FieldError{Lane: -1, Field: "fixed." + string(limit), Message: "the search sets this limit in every probe: leave it out of fixed"})
+			errs = append(errs, specs.FieldError{Lane: -1, Field: "fixed." + string(limit), Message: "the search sets this limit in every probe: leave it out of fixed"})
 		}
 	}
 	return errs
@@ -48,7 +50,7 @@ func (fs FindSpec) Following(limit string) (FindSpec, bool) {
 	}
 	next := fs
 	next.Search, next.Then = *fs.Then, nil
-	switch v := Value(limit); fs.Search.Limit {
+	switch v := specs.Value(limit); fs.Search.Limit {
 	case FindCPUs:
 		next.Fixed.CPUs = v
 	case FindMemory:

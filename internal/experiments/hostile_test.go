@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // hostileSpec is a 64 KiB spec of as many lanes as fit, each asking for
@@ -27,26 +29,26 @@ func TestHostileSpecsAreRefusedBeforeTheirLanesAreRead(t *testing.T) {
 	if len(errs) != 1 || errs[0].Field != "lanes" || !strings.Contains(errs[0].Message, "want 1 to 12 lanes") {
 		t.Fatalf("a %d-byte spec of too many lanes: %d errors, first %v; want the lane cap alone", len(spec), len(errs), errs[:min(1, len(errs))])
 	}
-	lanes := make([]Lane, 200)
+	lanes := make([]specs.Lane, 200)
 	for i := range lanes {
-		lanes[i] = Lane{Name: fmt.Sprint(i), Workload: Workload{Kind: KindMD5}, Limits: Limits{CPUs: "1e999999"}}
+		lanes[i] = specs.Lane{Name: fmt.Sprint(i), Workload: specs.Workload{Kind: specs.KindMD5}, Limits: specs.Limits{CPUs: "1e999999"}}
 	}
-	if _, errs := Validate(Spec{Lanes: lanes}, twoCPUs); len(errs) != 1 || errs[0].Field != "lanes" {
+	if _, errs := Validate(specs.Spec{Lanes: lanes}, twoCPUs); len(errs) != 1 || errs[0].Field != "lanes" {
 		t.Errorf("validating 200 lanes: %d errors, want the lane cap alone", len(errs))
 	}
 }
 
 func TestNumbersThatCostMoreThanTheyMean(t *testing.T) {
-	for _, v := range []Value{"1e999999", "1e3", "1/2", "0x1", "1234567", "0.5e1", "+1", "-1", "1.0000000000001", Value(strings.Repeat("9", 70))} {
+	for _, v := range []specs.Value{"1e999999", "1e3", "1/2", "0x1", "1234567", "0.5e1", "+1", "-1", "1.0000000000001", specs.Value(strings.Repeat("9", 70))} {
 		t.Run(string(v), func(t *testing.T) {
-			_, errs := ResolveLimits(Limits{CPUs: v}, twoCPUs)
+			_, errs := specs.ResolveLimits(specs.Limits{CPUs: v}, twoCPUs)
 			if len(errs) == 0 || errs[0].Field != "cpus" {
 				t.Errorf("--cpus %q accepted: %v", v, errs)
 			}
 		})
 	}
-	for _, ok := range []Value{"0.5", ".25", "2", "1.", "0.010000000"} {
-		if _, errs := ResolveLimits(Limits{CPUs: ok}, twoCPUs); errs != nil {
+	for _, ok := range []specs.Value{"0.5", ".25", "2", "1.", "0.010000000"} {
+		if _, errs := specs.ResolveLimits(specs.Limits{CPUs: ok}, twoCPUs); errs != nil {
 			t.Errorf("--cpus %q refused: %v", ok, errs)
 		}
 	}
@@ -55,19 +57,19 @@ func TestNumbersThatCostMoreThanTheyMean(t *testing.T) {
 func TestLimitsTheEngineWouldTakeButALabMustNot(t *testing.T) {
 	tests := []struct {
 		name   string
-		limits Limits
+		limits specs.Limits
 		field  string
 	}{
-		{"quota beyond every CPU for a second", Limits{CPUQuota: "999999999999"}, "cpu-quota"},
-		{"cpuset with a sign", Limits{CpusetCpus: "+1"}, "cpuset-cpus"},
-		{"cpuset with spaces", Limits{CpusetCpus: "0, 1"}, "cpuset-cpus"},
-		{"device path that climbs out of /dev", Limits{DeviceReadBps: "/dev/../etc/passwd:1mb"}, "device-read-bps"},
-		{"device path not clean", Limits{DeviceWriteIOps: "/dev//sda:5"}, "device-write-iops"},
-		{"a limit of absurd length", Limits{Memory: Value("64" + strings.Repeat("0", 100) + "m")}, "memory"},
+		{"quota beyond every CPU for a second", specs.Limits{CPUQuota: "999999999999"}, "cpu-quota"},
+		{"cpuset with a sign", specs.Limits{CpusetCpus: "+1"}, "cpuset-cpus"},
+		{"cpuset with spaces", specs.Limits{CpusetCpus: "0, 1"}, "cpuset-cpus"},
+		{"device path that climbs out of /dev", specs.Limits{DeviceReadBps: "/dev/../etc/passwd:1mb"}, "device-read-bps"},
+		{"device path not clean", specs.Limits{DeviceWriteIOps: "/dev//sda:5"}, "device-write-iops"},
+		{"a limit of absurd length", specs.Limits{Memory: specs.Value("64" + strings.Repeat("0", 100) + "m")}, "memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errs := ResolveLimits(tt.limits, twoCPUs)
+			_, errs := specs.ResolveLimits(tt.limits, twoCPUs)
 			if len(errs) == 0 || errs[0].Field != tt.field {
 				t.Errorf("accepted, or not on %s: %v", tt.field, errs)
 			}
@@ -110,22 +112,22 @@ func BenchmarkHostileSpec(b *testing.B) {
 // BenchmarkTwelveHostileLanes is twelve lanes of the worst values that
 // pass the lane cap.
 func BenchmarkTwelveHostileLanes(b *testing.B) {
-	lanes := make([]Lane, MaxLanes)
+	lanes := make([]specs.Lane, specs.MaxLanes)
 	for i := range lanes {
-		lanes[i] = Lane{Name: fmt.Sprint(i), Workload: Workload{Kind: KindMD5},
-			Limits: Limits{CPUs: "1e999999", Memory: Value(strings.Repeat("9", 60) + "g"), CpusetCpus: "0-4095"}}
+		lanes[i] = specs.Lane{Name: fmt.Sprint(i), Workload: specs.Workload{Kind: specs.KindMD5},
+			Limits: specs.Limits{CPUs: "1e999999", Memory: specs.Value(strings.Repeat("9", 60) + "g"), CpusetCpus: "0-4095"}}
 	}
 	for b.Loop() {
-		Validate(Spec{Lanes: lanes}, twoCPUs)
+		Validate(specs.Spec{Lanes: lanes}, twoCPUs)
 	}
 }
 
 // TestValidRunsThatWouldExhaustTheHost: each spec is valid lane by lane,
 // but together its lanes would take the host's memory, disk or time.
 func TestValidRunsThatWouldExhaustTheHost(t *testing.T) {
-	host := Host{NCPU: 2, MemTotal: 23 << 30, DiskFree: 79 << 30, DataRootDevice: "/dev/vda"}
-	lanes := func(n int, l Lane) []Lane {
-		out := make([]Lane, n)
+	host := specs.Host{NCPU: 2, MemTotal: 23 << 30, DiskFree: 79 << 30, DataRootDevice: "/dev/vda"}
+	lanes := func(n int, l specs.Lane) []specs.Lane {
+		out := make([]specs.Lane, n)
 		for i := range out {
 			out[i] = l
 			out[i].Name = fmt.Sprint("l", i)
@@ -134,13 +136,13 @@ func TestValidRunsThatWouldExhaustTheHost(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		spec  Spec
+		spec  specs.Spec
 		field string
 	}{
-		{"two 16 GiB mem lanes without --memory", Spec{Lanes: lanes(2, Lane{Workload: Workload{Kind: KindMem, MB: 16384}})}, "memory"},
-		{"two lanes of --memory 16g", Spec{Lanes: lanes(2, Lane{Workload: Workload{Kind: KindMD5}, Limits: Limits{Memory: "16g"}})}, "memory"},
-		{"twelve 64 GiB disk writers", Spec{Lanes: lanes(12, Lane{Workload: Workload{Kind: KindDiskWrite, MB: 65536}})}, "workload.mb"},
-		{"twelve sequential lanes of ten minutes", Spec{Mode: Sequential, Duration: "10m", Lanes: lanes(12, Lane{Workload: Workload{Kind: KindSpin}})}, "duration"},
+		{"two 16 GiB mem lanes without --memory", specs.Spec{Lanes: lanes(2, specs.Lane{Workload: specs.Workload{Kind: specs.KindMem, MB: 16384}})}, "memory"},
+		{"two lanes of --memory 16g", specs.Spec{Lanes: lanes(2, specs.Lane{Workload: specs.Workload{Kind: specs.KindMD5}, Limits: specs.Limits{Memory: "16g"}})}, "memory"},
+		{"twelve 64 GiB disk writers", specs.Spec{Lanes: lanes(12, specs.Lane{Workload: specs.Workload{Kind: specs.KindDiskWrite, MB: 65536}})}, "workload.mb"},
+		{"twelve sequential lanes of ten minutes", specs.Spec{Mode: specs.Sequential, Duration: "10m", Lanes: lanes(12, specs.Lane{Workload: specs.Workload{Kind: specs.KindSpin}})}, "duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,11 +156,11 @@ func TestValidRunsThatWouldExhaustTheHost(t *testing.T) {
 			}
 		})
 	}
-	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindMem, MB: 200}}}}, host)
+	plan, errs := Validate(specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMem, MB: 200}}}}, host)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	if got := plan.Lanes[0].Resources.Memory; got != 200<<20+memHeadroom {
+	if got := plan.Lanes[0].Resources.Memory; got != 200<<20+specs.MemHeadroom {
 		t.Errorf("a mem lane without --memory gets %d bytes, want its size and headroom", got)
 	}
 }

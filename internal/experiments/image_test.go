@@ -3,10 +3,12 @@ package experiments
 import (
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
-func imageLab(workload string) Spec {
-	spec, errs := parseCustom([]byte(`{"mode": "sequential", "lanes": [
+func imageLab(workload string) specs.Spec {
+	spec, errs := specs.ParseCustom([]byte(`{"mode": "sequential", "lanes": [
 	  {"name": "service", "workload": ` + workload + `},
 	  {"name": "load", "workload": {"kind": "load", "target": "service", "rate": 10, "seconds": 2}}]}`))
 	if errs != nil {
@@ -20,7 +22,7 @@ func imageLab(workload string) Spec {
 // server that allows it run it.
 func TestAFacilitatorsImage(t *testing.T) {
 	spec := imageLab(`{"kind": "image", "image": "example.org/team/api:1.2", "port": 9090, "command": "-listen :9090"}`)
-	allowed := Host{Images: map[string]bool{"example.org/team/api:1.2": true}}
+	allowed := specs.Host{Images: map[string]bool{"example.org/team/api:1.2": true}}
 	plan, errs := Validate(spec, allowed)
 	if errs != nil {
 		t.Fatal(errs)
@@ -31,16 +33,16 @@ func TestAFacilitatorsImage(t *testing.T) {
 	if got := strings.Join(plan.Lanes[0].Workload.Args(), " "); got != "-listen :9090" {
 		t.Errorf("the service's command %q", got)
 	}
-	if _, errs := Validate(spec, Host{}); errs != nil {
+	if _, errs := Validate(spec, specs.Host{}); errs != nil {
 		t.Errorf("a lab file read on its own (no engine): %v", errs)
 	}
 	for _, c := range []struct {
-		host Host
+		host specs.Host
 		want string
 	}{
-		{Host{Images: map[string]bool{}}, "does not allow"},
-		{Host{Images: map[string]bool{"example.org/team/api:1.2": false}}, "not on this engine"},
-		{Host{Kubernetes: true}, "Docker engines only"},
+		{specs.Host{Images: map[string]bool{}}, "does not allow"},
+		{specs.Host{Images: map[string]bool{"example.org/team/api:1.2": false}}, "not on this engine"},
+		{specs.Host{Kubernetes: true}, "Docker engines only"},
 	} {
 		_, errs := Validate(spec, c.host)
 		if len(errs) != 1 || errs[0].Lane != 0 || errs[0].Field != "workload.image" || !strings.Contains(errs[0].Message, c.want) {
@@ -55,7 +57,7 @@ func TestAFacilitatorsImage(t *testing.T) {
 		`{"kind": "http", "port": 9090}`:                                                     "workload.port",
 		`{"kind": "image", "image": "api:1", "command": "` + strings.Repeat("x ", 40) + `"}`: "workload.command",
 	} {
-		_, errs := Validate(imageLab(workload), Host{})
+		_, errs := Validate(imageLab(workload), specs.Host{})
 		if len(errs) == 0 || errs[0].Field != field {
 			t.Errorf("%s: %v, want %s", workload, errs, field)
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // MaxLabFile bounds a lab file's size: a lab is a few kilobytes.
@@ -33,8 +35,8 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 		return fail("", nil, "%d bytes: a lab file has at most %d", len(b), MaxLabFile)
 	}
 	var l Lab
-	if err := strictDecode(b, &l); err != nil {
-		return Lab{}, &BrokenLab{File: file, Line: decodeLine(b, err), Field: jsonField(err, ""), Message: jsonMessage(err)}
+	if err := specs.StrictDecode(b, &l); err != nil {
+		return Lab{}, &BrokenLab{File: file, Line: decodeLine(b, err), Field: specs.JSONField(err, ""), Message: specs.JSONMessage(err)}
 	}
 	l.File = file
 	switch {
@@ -48,15 +50,15 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 		return fail("seed", []string{"seed"}, "at most 16 characters")
 	case l.RequiresCPUs < 0 || l.RequiresCPUs > 1024:
 		return fail("requires_cpus", []string{"requires_cpus"}, "want 0 to 1024, got %d", l.RequiresCPUs)
-	case l.RequiresCPUManager != "" && l.RequiresCPUManager != CPUManagerStatic:
-		return fail("requires_cpu_manager", []string{"requires_cpu_manager"}, "want %q or nothing, got %q", CPUManagerStatic, l.RequiresCPUManager)
+	case l.RequiresCPUManager != "" && l.RequiresCPUManager != specs.CPUManagerStatic:
+		return fail("requires_cpu_manager", []string{"requires_cpu_manager"}, "want %q or nothing, got %q", specs.CPUManagerStatic, l.RequiresCPUManager)
 	case !topicName.MatchString(l.Topic):
 		return fail("topic", []string{"topic"}, "want a topic of 1 to 32 lowercase letters, digits and dashes (the built-in ones are %s), got %q",
 			strings.Join(Topics, ", "), l.Topic)
 	}
 	// The runtimes' rules carry their own slack.
-	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || (v.Tolerance <= 0) != (v.Metric == MetricRuntimes)) {
-		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance (none for %s), got %q and %g", Metrics, MetricRuntimes, v.Metric, v.Tolerance)
+	if v := l.Verdict; v != nil && (!slices.Contains(Metrics, v.Metric) || (v.Tolerance <= 0) != (v.Metric == specs.MetricRuntimes)) {
+		return fail("verdict", []string{"verdict"}, "want a metric of %v and a positive tolerance (none for %s), got %q and %g", Metrics, specs.MetricRuntimes, v.Metric, v.Tolerance)
 	}
 	if v := l.Verdict; v != nil && len(v.ToleranceWhy) > 500 {
 		return fail("verdict.tolerance_why", []string{"verdict", "tolerance_why"}, "at most 500 characters")
@@ -64,9 +66,9 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 	if len(l.Spec) == 0 {
 		return fail("spec", nil, "a lab needs a spec: its lanes")
 	}
-	spec, errs := parseCustom(l.Spec)
+	spec, errs := specs.ParseCustom(l.Spec)
 	if errs == nil {
-		_, errs = Validate(spec, Host{DataRootDevice: "/dev/auto"})
+		_, errs = Validate(spec, specs.Host{DataRootDevice: "/dev/auto"})
 	}
 	if errs != nil {
 		return fail(specField(errs[0]), specPath(errs[0]), "%s", errs[0].Message)
@@ -87,10 +89,10 @@ func ParseLabFile(file string, b []byte) (Lab, *BrokenLab) {
 }
 
 // Metrics are the verdicts a lab may ask for.
-var Metrics = []string{MetricWallTime, MetricCPU, MetricIOLimit, MetricPhaseRecovery, MetricIOShare, MetricThrottling, MetricBurst, MetricRuntimes}
+var Metrics = []string{specs.MetricWallTime, specs.MetricCPU, specs.MetricIOLimit, specs.MetricPhaseRecovery, specs.MetricIOShare, specs.MetricThrottling, specs.MetricBurst, specs.MetricRuntimes}
 
 // specField names a spec's problem as a lab file's field.
-func specField(e FieldError) string {
+func specField(e specs.FieldError) string {
 	if e.Lane < 0 {
 		return "spec." + e.Field
 	}
@@ -99,7 +101,7 @@ func specField(e FieldError) string {
 
 // specPath is where in a lab file a spec's problem is; a limit's field
 // lies under the lane's limits.
-func specPath(e FieldError) []string {
+func specPath(e specs.FieldError) []string {
 	if e.Lane < 0 {
 		return append([]string{"spec"}, strings.Split(e.Field, ".")...)
 	}
@@ -119,7 +121,7 @@ func decodeLine(b []byte, err error) int {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return lineAt(b, int64(len(b)))
 	}
-	if f := jsonField(err, ""); f != "" {
+	if f := specs.JSONField(err, ""); f != "" {
 		return lineOf(b, []string{f})
 	}
 	return 0
@@ -200,7 +202,7 @@ func skip(dec *json.Decoder) bool {
 // LabFile is a run's spec as a lab file a facilitator can edit and load
 // with -labs: the lab it came from, if any, gives its texts, verdict and
 // steps; otherwise the texts say what to write. id is the new lab's.
-func LabFile(id string, spec Spec, from *Lab) Lab {
+func LabFile(id string, spec specs.Spec, from *Lab) Lab {
 	spec.Lab = ""
 	raw, _ := json.Marshal(spec)
 	l := Lab{ID: id, Title: spec.Name, Topic: topicOf(spec), Spec: raw,
@@ -243,15 +245,15 @@ func LabID(name, suffix string) string {
 }
 
 // topicOf guesses a spec's topic from what its lanes run and limit.
-func topicOf(spec Spec) string {
+func topicOf(spec specs.Spec) string {
 	topic := "cpu"
 	for _, l := range spec.Lanes {
 		switch {
-		case l.Workload.Service() || l.Workload.Kind == KindLoad:
+		case l.Workload.Service() || l.Workload.Kind == specs.KindLoad:
 			return "services"
 		case l.Limits.DeviceReadBps != "" || l.Limits.DeviceWriteBps != "" || l.Limits.DeviceReadIOps != "" ||
 			l.Limits.DeviceWriteIOps != "" || l.Limits.BlkioWeight != "" || l.Limits.BlkioWeightDevice != "" ||
-			l.Workload.Kind == KindDiskWrite || l.Workload.Kind == KindDiskRead:
+			l.Workload.Kind == specs.KindDiskWrite || l.Workload.Kind == specs.KindDiskRead:
 			topic = "block-io"
 		case l.Limits.Memory != "" && topic == "cpu":
 			topic = "memory"

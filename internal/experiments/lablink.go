@@ -3,8 +3,9 @@ package experiments
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // MaxLinkLanes bounds the lanes= parameter of a lab link, in bytes.
@@ -14,7 +15,7 @@ const MaxLinkLanes = 2048
 type LinkChange struct {
 	Lane   int
 	Name   string
-	Limits Limits
+	Limits specs.Limits
 }
 
 // WithLinkLimits is the lab's spec with a link's limits: lanes is
@@ -23,13 +24,13 @@ type LinkChange struct {
 // experiment of its own, as a changed spec is: it carries the lab's lanes
 // and texts but not its verdict or steps. Every error names its lane and
 // field; the spec must still be validated against a host.
-func (l Lab) WithLinkLimits(lanes string) (Spec, []LinkChange, Errors) {
+func (l Lab) WithLinkLimits(lanes string) (specs.Spec, []LinkChange, specs.Errors) {
 	spec := l.LabSpec()
 	if len(lanes) > MaxLinkLanes {
-		return spec, nil, Errors{{Lane: -1, Field: "lanes", Message: fmt.Sprintf("at most %d bytes", MaxLinkLanes)}}
+		return spec, nil, specs.Errors{{Lane: -1, Field: "lanes", Message: fmt.Sprintf("at most %d bytes", MaxLinkLanes)}}
 	}
 	var changes []LinkChange
-	var errs Errors
+	var errs specs.Errors
 	for _, part := range strings.Split(lanes, ";") {
 		if strings.TrimSpace(part) == "" {
 			continue
@@ -38,10 +39,10 @@ func (l Lab) WithLinkLimits(lanes string) (Spec, []LinkChange, Errors) {
 		i := laneIndex(spec, strings.TrimSpace(name))
 		switch {
 		case !ok:
-			errs = append(errs, FieldError{Lane: -1, Field: "lanes", Message: fmt.Sprintf("%q: want lane:flag=value", part)})
+			errs = append(errs, specs.FieldError{Lane: -1, Field: "lanes", Message: fmt.Sprintf("%q: want lane:flag=value", part)})
 			continue
 		case i < 0:
-			errs = append(errs, FieldError{Lane: -1, Field: "lanes", Message: fmt.Sprintf("the lab has no lane %q", name)})
+			errs = append(errs, specs.FieldError{Lane: -1, Field: "lanes", Message: fmt.Sprintf("the lab has no lane %q", name)})
 			continue
 		}
 		obj := map[string]string{}
@@ -49,13 +50,13 @@ func (l Lab) WithLinkLimits(lanes string) (Spec, []LinkChange, Errors) {
 			k, v, ok := strings.Cut(f, "=")
 			k = strings.TrimPrefix(strings.TrimSpace(k), "--")
 			if !ok || k == "" {
-				errs = append(errs, FieldError{Lane: i, Field: "limits", Message: fmt.Sprintf("%q: want flag=value", f)})
+				errs = append(errs, specs.FieldError{Lane: i, Field: "limits", Message: fmt.Sprintf("%q: want flag=value", f)})
 				continue
 			}
 			obj[k] = strings.TrimSpace(v)
 		}
 		b, _ := json.Marshal(obj)
-		change, lerrs := ParseLimits(b)
+		change, lerrs := specs.ParseLimits(b)
 		for _, e := range lerrs {
 			e.Lane = i
 			errs = append(errs, e)
@@ -75,23 +76,11 @@ func (l Lab) WithLinkLimits(lanes string) (Spec, []LinkChange, Errors) {
 	return spec, changes, nil
 }
 
-func laneIndex(spec Spec, name string) int {
+func laneIndex(spec specs.Spec, name string) int {
 	for i, l := range spec.Lanes {
 		if l.Name == name {
 			return i
 		}
 	}
 	return -1
-}
-
-// With is l with every limit that change sets.
-func (l Limits) With(change Limits) Limits {
-	out := reflect.ValueOf(&l).Elem()
-	c := reflect.ValueOf(change)
-	for i := range c.NumField() {
-		if !c.Field(i).IsZero() {
-			out.Field(i).Set(c.Field(i))
-		}
-	}
-	return l
 }

@@ -3,6 +3,8 @@ package experiments
 import (
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 func TestALabLinkChangesLimits(t *testing.T) {
@@ -34,7 +36,7 @@ func TestALabLinkChangesLimits(t *testing.T) {
 
 func TestABadLabLinkNamesItsLaneAndField(t *testing.T) {
 	lab, _ := LabByID("noisy-neighbour-cpu")
-	for link, want := range map[string]FieldError{
+	for link, want := range map[string]specs.FieldError{
 		"nobody:cpus=1":           {Lane: -1, Field: "lanes", Message: `no lane "nobody"`},
 		"burner 1":                {Lane: -1, Field: "lanes", Message: "want lane:flag=value"},
 		"burner 1:cpus":           {Lane: 1, Field: "limits", Message: "want flag=value"},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Lab is a ready experiment from one of the seeds' write-ups: the question
@@ -23,11 +25,11 @@ type Lab struct {
 	RequiresCPUs int `json:"requires_cpus"`
 	// RequiresCPUManager is the kubelet CPU manager policy the lab needs
 	// of its node ("static"); empty for any engine.
-	RequiresCPUManager CPUManagerPolicy `json:"requires_cpu_manager,omitempty"`
-	Topic              string           `json:"topic"` // one of Topics
-	Verdict            *VerdictSpec     `json:"verdict,omitempty"`
-	Steps              []Step           `json:"steps,omitempty"`
-	Spec               json.RawMessage  `json:"spec"`
+	RequiresCPUManager specs.CPUManagerPolicy `json:"requires_cpu_manager,omitempty"`
+	Topic              string                 `json:"topic"` // one of Topics
+	Verdict            *specs.VerdictSpec     `json:"verdict,omitempty"`
+	Steps              []specs.Step           `json:"steps,omitempty"`
+	Spec               json.RawMessage        `json:"spec"`
 	// Find makes the lab a limit search: its spec's "service" lane under
 	// one limit after another beside its "load" lane, until the smallest
 	// limit that meets the target (the spec's own limit is one example).
@@ -36,22 +38,6 @@ type Lab struct {
 	// for the built-in ones.
 	File string `json:"file,omitempty"`
 }
-
-// VerdictSpec says which metric a lab's verdict compares and how closely
-// the measured ratios must match the predicted ones.
-type VerdictSpec struct {
-	Metric    string  `json:"metric"`    // MetricWallTime or MetricCPU
-	Tolerance float64 `json:"tolerance"` // relative, e.g. 0.1 for 10%
-	// ToleranceWhy is the lab's reason for a tolerance wider than what
-	// its model predicts within on a quiet host, which the verdict gives.
-	ToleranceWhy string `json:"tolerance_why,omitempty"`
-}
-
-// Verdict metrics: each lane's value is taken relative to the first lane's.
-const (
-	MetricWallTime = "wall_time"
-	MetricCPU      = "cpu"
-)
 
 //go:embed labs/*.json
 var labFiles embed.FS
@@ -101,23 +87,23 @@ func LabByID(id string) (Lab, bool) { return current.Load().Lab(id) }
 
 // Shows says whether this host can show the lab's effect, and why not: it
 // needs its CPUs, and every limit it uses must be one the host applies.
-func (l Lab) Shows(h Host) (bool, string) {
+func (l Lab) Shows(h specs.Host) (bool, string) {
 	if h.NCPU > 0 && h.NCPU < l.RequiresCPUs {
 		return false, fmt.Sprintf("this host has %d CPU(s); the lab needs %d to show its effect", h.NCPU, l.RequiresCPUs)
 	}
 	// A host of no CPUs is none in particular (a lab's page lists its
 	// lanes): it shows any lab.
 	if l.RequiresCPUManager != "" && h.NCPU > 0 && h.CPUManager != l.RequiresCPUManager {
-		return false, cpuManagerWhy(l.RequiresCPUManager, h)
+		return false, specs.CPUManagerWhy(l.RequiresCPUManager, h)
 	}
-	spec, _ := parseCustom(l.Spec)
+	spec, _ := specs.ParseCustom(l.Spec)
 	for _, lane := range spec.Lanes {
-		if lane.Workload.Kind == KindRuntimes {
-			if e := checkRuntimes(0, h); e != nil {
+		if lane.Workload.Kind == specs.KindRuntimes {
+			if e := specs.CheckRuntimes(0, h); e != nil {
 				return false, "this host cannot show it: " + e.Message
 			}
 		}
-		if _, _, errs := resolveLane(lane, lane.Workload, h); errs != nil {
+		if _, _, errs := specs.ResolveLane(lane, lane.Workload, h); errs != nil {
 			return false, "this host cannot show it: " + errs[0].Field + ": " + errs[0].Message
 		}
 	}
@@ -125,23 +111,8 @@ func (l Lab) Shows(h Host) (bool, string) {
 }
 
 // LabSpec is the lab's spec, tagged with the lab's id.
-func (l Lab) LabSpec() Spec {
-	spec, _ := parseCustom(l.Spec) // checked when the labs were loaded
+func (l Lab) LabSpec() specs.Spec {
+	spec, _ := specs.ParseCustom(l.Spec) // checked when the labs were loaded
 	spec.Lab = l.ID
 	return spec
-}
-
-// Needs are the sampled signals a verdict of this metric judges on (by the
-// names internal/engine gives them): the CPU metric compares the lanes'
-// sampled cores; the others use the workloads' own accounts.
-func (v VerdictSpec) Needs() []string {
-	switch v.Metric {
-	case MetricCPU:
-		return []string{"cpu"}
-	case MetricIOShare:
-		return []string{"io_bytes"}
-	case MetricThrottling, MetricBurst:
-		return []string{"throttling"}
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // A run's recorded spec names its lab beside the lab's lanes: it reads
@@ -23,7 +25,7 @@ func TestParseRecorded(t *testing.T) {
 		t.Error("a client's spec with a lab and lanes was taken")
 	}
 	changed := recorded
-	changed.Lanes = append([]Lane{}, recorded.Lanes...)
+	changed.Lanes = append([]specs.Lane{}, recorded.Lanes...)
 	changed.Lanes[0].Limits.CPUs = "0.3"
 	b, _ = json.Marshal(changed)
 	if spec, errs := ParseRecorded(b); errs != nil || spec.Lab != "" {

@@ -4,42 +4,46 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/kernelfiles"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 func TestResolvePod(t *testing.T) {
-	host := Host{NCPU: 2, MemTotal: 8 << 30}
+	host := specs.Host{NCPU: 2, MemTotal: 8 << 30}
 	for _, c := range []struct {
 		name string
-		pr   PodResources
-		want Pod
+		pr   specs.PodResources
+		want specs.Pod
 	}{
-		{"guaranteed by limits alone", PodResources{Limits: PodResourceList{CPU: "500m", Memory: "64Mi"}},
-			Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}},
-		{"burstable", PodResources{Requests: PodResourceList{CPU: "250m", Memory: "32Mi"}, Limits: PodResourceList{CPU: "0.5"}},
-			Pod{RequestMilliCPU: 250, LimitMilliCPU: 500, RequestMemory: 32 << 20, QoS: QoSBurstable}},
-		{"best effort", PodResources{}, Pod{QoS: QoSBestEffort}},
-		{"decimal units", PodResources{Requests: PodResourceList{CPU: "1", Memory: "100M"}},
-			Pod{RequestMilliCPU: 1000, RequestMemory: 100e6, QoS: QoSBurstable}},
+		{"guaranteed by limits alone", specs.PodResources{Limits: specs.PodResourceList{CPU: "500m", Memory: "64Mi"}},
+			specs.Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: specs.QoSGuaranteed}},
+		{"burstable", specs.PodResources{Requests: specs.PodResourceList{CPU: "250m", Memory: "32Mi"}, Limits: specs.PodResourceList{CPU: "0.5"}},
+			specs.Pod{RequestMilliCPU: 250, LimitMilliCPU: 500, RequestMemory: 32 << 20, QoS: specs.QoSBurstable}},
+		{"best effort", specs.PodResources{}, specs.Pod{QoS: specs.QoSBestEffort}},
+		{"decimal units", specs.PodResources{Requests: specs.PodResourceList{CPU: "1", Memory: "100M"}},
+			specs.Pod{RequestMilliCPU: 1000, RequestMemory: 100e6, QoS: specs.QoSBurstable}},
 	} {
-		got, errs := ResolvePod(c.pr, host)
+		got, errs := specs.ResolvePod(c.pr, host)
 		if len(errs) > 0 || got != c.want {
 			t.Errorf("%s: got %+v %v, want %+v", c.name, got, errs, c.want)
 		}
 	}
 	for _, c := range []struct {
-		pr    PodResources
+		pr    specs.PodResources
 		field string
 		says  string
 	}{
-		{PodResources{Limits: PodResourceList{CPU: "half"}}, "resources.limits.cpu", "not a Kubernetes quantity"},
-		{PodResources{Limits: PodResourceList{CPU: "3"}}, "resources.limits.cpu", "the node has 2 CPUs"},
-		{PodResources{Requests: PodResourceList{CPU: "0.1m"}}, "resources.requests.cpu", "whole number of millicores"},
-		{PodResources{Requests: PodResourceList{CPU: "600m"}, Limits: PodResourceList{CPU: "500m"}}, "resources.requests.cpu", "less than or equal"},
-		{PodResources{Limits: PodResourceList{Memory: "-1Mi"}}, "resources.limits.memory", "more than zero"},
-		{PodResources{Limits: PodResourceList{Memory: "1Ki"}}, "resources.limits.memory", "at least"},
-		{PodResources{Limits: PodResourceList{Memory: Value(strings.Repeat("9", 100))}}, "resources.limits.memory", "at most"},
+		{specs.PodResources{Limits: specs.PodResourceList{CPU: "half"}}, "resources.limits.cpu", "not a Kubernetes quantity"},
+		{specs.PodResources{Limits: specs.PodResourceList{CPU: "3"}}, "resources.limits.cpu", "the node has 2 CPUs"},
+		{specs.PodResources{Requests: specs.PodResourceList{CPU: "0.1m"}}, "resources.requests.cpu", "whole number of millicores"},
+		{specs.PodResources{Requests: specs.PodResourceList{CPU: "600m"}, Limits: specs.PodResourceList{CPU: "500m"}}, "resources.requests.cpu", "less than or equal"},
+		{specs.PodResources{Limits: specs.PodResourceList{Memory: "-1Mi"}}, "resources.limits.memory", "more than zero"},
+		{specs.PodResources{Limits: specs.PodResourceList{Memory: "1Ki"}}, "resources.limits.memory", "at least"},
+		{specs.PodResources{Limits: specs.PodResourceList{Memory: specs.Value(strings.Repeat("9", 100))}}, "resources.limits.memory", "at most"},
 	} {
-		_, errs := ResolvePod(c.pr, host)
+		_, errs := specs.ResolvePod(c.pr, host)
 		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
 			t.Errorf("%+v: got %v, want one error on %s saying %q", c.pr, errs, c.field, c.says)
 		}
@@ -49,7 +53,7 @@ func TestResolvePod(t *testing.T) {
 func TestSharesOfMatchesKubelet(t *testing.T) {
 	// pkg/kubelet/cm's MilliCPUToShares: 2 at least, milli×1024/1000.
 	for m, want := range map[int64]int64{0: 2, 1: 2, 250: 256, 500: 512, 1000: 1024, 1500: 1536, 300000: 262144} {
-		if got := SharesOf(m); got != want {
+		if got := specs.SharesOf(m); got != want {
 			t.Errorf("SharesOf(%d) = %d, want %d", m, got, want)
 		}
 	}
@@ -59,43 +63,43 @@ func TestSharesOfMatchesKubelet(t *testing.T) {
 // exact, and refused naming the flag where it is not, or where Kubernetes
 // has no word for it.
 func TestDockerFlagsOnKubernetes(t *testing.T) {
-	host := Host{NCPU: 2, MemTotal: 8 << 30, Kubernetes: true, Unsupported: KubernetesUnsupported}
-	spin := Workload{Kind: KindSpin, Threads: 1}
-	plan, errs := Validate(Spec{Lanes: []Lane{
-		{Name: "a", Workload: spin, Limits: Limits{CPUs: "0.5", Memory: "64m", CPUShares: "512"}},
+	host := specs.Host{NCPU: 2, MemTotal: 8 << 30, Kubernetes: true, Unsupported: specs.KubernetesUnsupported}
+	spin := specs.Workload{Kind: specs.KindSpin, Threads: 1}
+	plan, errs := Validate(specs.Spec{Lanes: []specs.Lane{
+		{Name: "a", Workload: spin, Limits: specs.Limits{CPUs: "0.5", Memory: "64m", CPUShares: "512"}},
 		{Name: "b", Workload: spin},
 	}}, host)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	a, b := plan.Lanes[0], plan.Lanes[1]
-	if a.Pod == nil || *a.Pod != (Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}) {
+	if a.Pod == nil || *a.Pod != (specs.Pod{RequestMilliCPU: 500, LimitMilliCPU: 500, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: specs.QoSGuaranteed}) {
 		t.Errorf("lane a's pod: %+v", a.Pod)
 	}
-	if b.Pod == nil || b.Pod.QoS != QoSBestEffort || b.Resources.CPUShares != 2 {
+	if b.Pod == nil || b.Pod.QoS != specs.QoSBestEffort || b.Resources.CPUShares != 2 {
 		t.Errorf("lane b: pod %+v, shares %d; want BestEffort with kubelet's 2 shares", b.Pod, b.Resources.CPUShares)
 	}
 	for _, c := range []struct {
-		limits Limits
+		limits specs.Limits
 		field  string
 		says   string
 	}{
-		{Limits{CPUs: "0.0005"}, "cpus", ""}, // below the engine's floor
-		{Limits{CPUs: "0.0125"}, "cpus", "millicores"},
-		{Limits{CPUShares: "100"}, "cpu-shares", "no request"},
-		{Limits{CPUPeriod: "50000"}, "cpu-period", "node's"},
-		{Limits{DeviceWriteBps: "auto:5mb"}, "device-write-bps", "no block IO throttle"},
-		{Limits{BlkioWeight: "300"}, "blkio-weight", "no block IO weight"},
-		{Limits{MemorySwap: "128m", Memory: "64m"}, "memory-swap", "swap"},
-		{Limits{PidsLimit: "64"}, "pids-limit", "podPidsLimit"},
+		{specs.Limits{CPUs: "0.0005"}, "cpus", ""}, // below the engine's floor
+		{specs.Limits{CPUs: "0.0125"}, "cpus", "millicores"},
+		{specs.Limits{CPUShares: "100"}, "cpu-shares", "no request"},
+		{specs.Limits{CPUPeriod: "50000"}, "cpu-period", "node's"},
+		{specs.Limits{DeviceWriteBps: "auto:5mb"}, "device-write-bps", "no block IO throttle"},
+		{specs.Limits{BlkioWeight: "300"}, "blkio-weight", "no block IO weight"},
+		{specs.Limits{MemorySwap: "128m", Memory: "64m"}, "memory-swap", "swap"},
+		{specs.Limits{PidsLimit: "64"}, "pids-limit", "podPidsLimit"},
 	} {
-		_, errs := Validate(Spec{Lanes: []Lane{{Workload: spin, Limits: c.limits}}}, host)
+		_, errs := Validate(specs.Spec{Lanes: []specs.Lane{{Workload: spin, Limits: c.limits}}}, host)
 		if len(errs) != 1 || errs[0].Lane != 0 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
 			t.Errorf("%+v: got %v, want one error on lane 0's %s saying %q", c.limits, errs, c.field, c.says)
 		}
 	}
 	// Both ways of saying it at once is refused.
-	_, errs = Validate(Spec{Lanes: []Lane{{Workload: spin, Limits: Limits{CPUs: "1"}, Resources: &PodResources{}}}}, host)
+	_, errs = Validate(specs.Spec{Lanes: []specs.Lane{{Workload: spin, Limits: specs.Limits{CPUs: "1"}, Resources: &specs.PodResources{}}}}, host)
 	if len(errs) != 1 || errs[0].Field != "resources" {
 		t.Errorf("limits and resources: %v", errs)
 	}
@@ -104,9 +108,9 @@ func TestDockerFlagsOnKubernetes(t *testing.T) {
 // Kubernetes resources on a Docker engine are the cgroup settings they
 // make, and the model predicts from them.
 func TestPodResourcesOnDocker(t *testing.T) {
-	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindSpin, Threads: 1},
-		Resources: &PodResources{Requests: PodResourceList{CPU: "250m"}, Limits: PodResourceList{CPU: "500m", Memory: "64Mi"}}}}},
-		Host{NCPU: 2})
+	plan, errs := Validate(specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1},
+		Resources: &specs.PodResources{Requests: specs.PodResourceList{CPU: "250m"}, Limits: specs.PodResourceList{CPU: "500m", Memory: "64Mi"}}}}},
+		specs.Host{NCPU: 2})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -124,7 +128,7 @@ func TestQoSContentionPrediction(t *testing.T) {
 	if !ok {
 		t.Fatal("no lab k8s-qos-contention")
 	}
-	host := Host{NCPU: 2, Kubernetes: true, Unsupported: KubernetesUnsupported}
+	host := specs.Host{NCPU: 2, Kubernetes: true, Unsupported: specs.KubernetesUnsupported}
 	plan, errs := Validate(lab.LabSpec(), host)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -136,21 +140,10 @@ func TestQoSContentionPrediction(t *testing.T) {
 	if strings.Join(qos, " ") != "Guaranteed Burstable BestEffort" {
 		t.Errorf("QoS classes %v", qos)
 	}
-	p := Predict(plan, ModelHost{NCPU: 2}, make([]LaneOutcome, len(plan.Lanes)), nil)
+	p := models.Predict(plan, models.ModelHost{NCPU: 2}, make([]models.LaneOutcome, len(plan.Lanes)), nil)
 	g := p.Together
 	if len(g) != 3 || math.Abs(g[0]-1) > 0.01 || math.Abs(g[1]-0.996) > 0.01 || g[2] > 0.01 {
 		t.Errorf("allotment %v, want about 1, 0.996 and 0.004 cores", g)
-	}
-	for _, m := range []float64{0.004, 0.012, 0.045, 0.05} {
-		if d := ratioDeviation(m, 0.004); d != 0 {
-			t.Errorf("a starved lane's %.1f%% against 0.4%% deviates %.2f", m*100, d)
-		}
-	}
-	if d := ratioDeviation(0.08, 0.004); math.Abs(d-0.6) > 1e-9 {
-		t.Errorf("a lane predicted starved that got 8%% deviates %.3f, want 0.6", d)
-	}
-	if d := ratioDeviation(0.5, 0.4); math.Abs(d-0.25) > 1e-9 {
-		t.Errorf("ratios above the floor deviate relatively: %.3f", d)
 	}
 }
 
@@ -160,15 +153,15 @@ func TestWeightFormulas(t *testing.T) {
 	for _, c := range []struct{ shares, linear, quadratic int64 }{
 		{2, 1, 1}, {1024, 39, 100}, {262144, 10000, 10000},
 	} {
-		if got := WeightLinear(c.shares); got != c.linear {
+		if got := kernelfiles.WeightLinear(c.shares); got != c.linear {
 			t.Errorf("linear(%d) = %d, want %d", c.shares, got, c.linear)
 		}
-		if got := WeightQuadratic(c.shares); got != c.quadratic {
+		if got := kernelfiles.WeightQuadratic(c.shares); got != c.quadratic {
 			t.Errorf("quadratic(%d) = %d, want %d", c.shares, got, c.quadratic)
 		}
 	}
-	for s := int64(3); s < maxShares; s += 97 {
-		if WeightQuadratic(s) < WeightQuadratic(s-97+1) {
+	for s := int64(3); s < specs.MaxShares; s += 97 {
+		if kernelfiles.WeightQuadratic(s) < kernelfiles.WeightQuadratic(s-97+1) {
 			t.Fatalf("quadratic weight falls at %d shares", s)
 		}
 	}
@@ -177,16 +170,16 @@ func TestWeightFormulas(t *testing.T) {
 // A pod's kernel files, in Kubernetes' words: the request as shares (or
 // either v2 weight), the limit as a quota, none as -1 or max.
 func TestPodKernelFiles(t *testing.T) {
-	burst := Pod{RequestMilliCPU: 500, RequestMemory: 32 << 20, QoS: QoSBurstable}
+	burst := specs.Pod{RequestMilliCPU: 500, RequestMemory: 32 << 20, QoS: specs.QoSBurstable}
 	got := map[string]string{}
-	for _, f := range PodKernelFiles(burst, false) {
+	for _, f := range kernelfiles.PodKernelFiles(burst, false) {
 		got[f.Flag+" "+f.Value+" "+f.File] = f.Want
 	}
 	want := map[string]string{
 		"requests.cpu 500m cpu.shares":             "512",
 		"limits.cpu none cpu.cfs_quota_us":         "-1",
 		"limits.cpu none cpu.cfs_period_us":        "100000",
-		"limits.memory none memory.limit_in_bytes": v1Unlimited,
+		"limits.memory none memory.limit_in_bytes": kernelfiles.V1Unlimited,
 	}
 	if len(got) != len(want) {
 		t.Errorf("v1 files %v, want %v", got, want)
@@ -196,9 +189,9 @@ func TestPodKernelFiles(t *testing.T) {
 			t.Errorf("v1 %s: want %q, got %q", k, v, got[k])
 		}
 	}
-	guaranteed := Pod{RequestMilliCPU: 1000, LimitMilliCPU: 1000, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: QoSGuaranteed}
+	guaranteed := specs.Pod{RequestMilliCPU: 1000, LimitMilliCPU: 1000, RequestMemory: 64 << 20, LimitMemory: 64 << 20, QoS: specs.QoSGuaranteed}
 	var weights []string
-	for _, f := range PodKernelFiles(guaranteed, true) {
+	for _, f := range kernelfiles.PodKernelFiles(guaranteed, true) {
 		switch f.File {
 		case "cpu.weight":
 			if !f.Either || f.Formula == "" {
@@ -226,12 +219,12 @@ func TestPodKernelFiles(t *testing.T) {
 // default, on Docker and as a pod, and a pod keeps its QoS class.
 func TestDefaultMemory(t *testing.T) {
 	const def = 512 << 20
-	docker := Host{NCPU: 2, DefaultMemory: def}
-	kube := Host{NCPU: 2, DefaultMemory: def, Kubernetes: true}
+	docker := specs.Host{NCPU: 2, DefaultMemory: def}
+	kube := specs.Host{NCPU: 2, DefaultMemory: def, Kubernetes: true}
 	for _, tc := range []struct {
 		name    string
 		lane    string
-		host    Host
+		host    specs.Host
 		limit   int64
 		request int64
 		qos     string
@@ -239,10 +232,10 @@ func TestDefaultMemory(t *testing.T) {
 		{"an http lane on Docker", `{"workload": {"kind": "http", "work_us": 1000}}`, docker, def, 0, ""},
 		{"its own --memory", `{"workload": {"kind": "http", "work_us": 1000}, "limits": {"memory": "64m"}}`, docker, 64 << 20, 0, ""},
 		{"a reservation above the default", `{"workload": {"kind": "spin", "seconds": 1}, "limits": {"memory-reservation": "1g"}}`, docker, 1 << 30, 0, ""},
-		{"--cpus as a pod stays Burstable", `{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5"}}`, kube, def, minMemory, QoSBurstable},
-		{"a request only", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"cpu": "250m"}}}`, kube, def, def, QoSBurstable},
-		{"a memory request above the default, CPU limit", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"memory": "1Gi"}, "limits": {"cpu": "1"}}}`, kube, 1<<30 + def, 1 << 30, QoSBurstable},
-		{"BestEffort on purpose", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {}}`, kube, 0, 0, QoSBestEffort},
+		{"--cpus as a pod stays Burstable", `{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.5"}}`, kube, def, specs.MinMemory, specs.QoSBurstable},
+		{"a request only", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"cpu": "250m"}}}`, kube, def, def, specs.QoSBurstable},
+		{"a memory request above the default, CPU limit", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {"requests": {"memory": "1Gi"}, "limits": {"cpu": "1"}}}`, kube, 1<<30 + def, 1 << 30, specs.QoSBurstable},
+		{"BestEffort on purpose", `{"workload": {"kind": "spin", "seconds": 1}, "resources": {}}`, kube, 0, 0, specs.QoSBestEffort},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, errs := Parse([]byte(`{"lanes": [` + tc.lane + `]}`))
@@ -267,7 +260,7 @@ func TestDefaultMemory(t *testing.T) {
 // TestALoadTargetsItsServiceAtAnAddress: a load's -target is built by wire
 // from its service's address, on loopback by default, or at a pod's.
 func TestALoadTargetsItsServiceAtAnAddress(t *testing.T) {
-	w := Workload{Kind: KindLoad, Port: 9090}
+	w := specs.Workload{Kind: specs.KindLoad, Port: 9090}
 	for host, want := range map[string]string{"": "http://127.0.0.1:9090/", "10.246.0.7": "http://10.246.0.7:9090/", "fd00::7": "http://[fd00::7]:9090/"} {
 		args := w.Args()
 		if host != "" {

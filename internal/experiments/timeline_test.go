@@ -3,6 +3,9 @@ package experiments
 import (
 	"math"
 	"testing"
+
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // The noisy-neighbour lab has three phases: the victim alone with a CPU,
@@ -13,15 +16,15 @@ func TestPlannedPhasesOfTheNoisyNeighbour(t *testing.T) {
 	if !ok {
 		t.Fatal("no lab")
 	}
-	plan, errs := Validate(lab.LabSpec(), Host{NCPU: 2})
+	plan, errs := Validate(lab.LabSpec(), specs.Host{NCPU: 2})
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	tl := Timeline(plan)
+	tl := models.Timeline(plan)
 	if len(tl) != 5 || tl[0].From != 0 || tl[0].To != 30 || tl[0].Open || tl[1].From != 10 || tl[1].To != 20 || tl[3].From != 20 || tl[3].To != 30 {
 		t.Fatalf("timeline %+v", tl)
 	}
-	ph := PlannedPhases(plan, ModelHost{NCPU: 2})
+	ph := models.PlannedPhases(plan, models.ModelHost{NCPU: 2})
 	want := []struct {
 		from, to float64
 		cores    []float64
@@ -41,8 +44,8 @@ func TestPlannedPhasesOfTheNoisyNeighbour(t *testing.T) {
 			}
 		}
 	}
-	seq, _ := Validate(Spec{Mode: Sequential, Lanes: []Lane{{Workload: Workload{Kind: KindMD5}}}}, Host{NCPU: 2})
-	if Timeline(seq) != nil || PlannedPhases(seq, ModelHost{NCPU: 2}) != nil {
+	seq, _ := Validate(specs.Spec{Mode: specs.Sequential, Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMD5}}}}, specs.Host{NCPU: 2})
+	if models.Timeline(seq) != nil || models.PlannedPhases(seq, models.ModelHost{NCPU: 2}) != nil {
 		t.Error("a sequential plan has a timeline or phases")
 	}
 }

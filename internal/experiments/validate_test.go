@@ -6,61 +6,63 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
-var twoCPUs = Host{NCPU: 2}
+var twoCPUs = specs.Host{NCPU: 2}
 
-func lane(limits Limits) Spec {
-	return Spec{Name: "t", Lanes: []Lane{{Name: "a", Workload: Workload{Kind: KindMD5, MB: 10}, Limits: limits}}}
+func lane(limits specs.Limits) specs.Spec {
+	return specs.Spec{Name: "t", Lanes: []specs.Lane{{Name: "a", Workload: specs.Workload{Kind: specs.KindMD5, MB: 10}, Limits: limits}}}
 }
 
 func TestValidateLimits(t *testing.T) {
 	tests := []struct {
 		name   string
-		limits Limits
-		host   Host
-		want   Resources // checked when wantErr is empty
-		field  string    // the field the error must name
-		msg    string    // a part of the message
+		limits specs.Limits
+		host   specs.Host
+		want   specs.Resources // checked when wantErr is empty
+		field  string          // the field the error must name
+		msg    string          // a part of the message
 	}{
-		{name: "no limits", want: Resources{PidsLimit: DefaultPidsLimit}},
-		{name: "cpus half", limits: Limits{CPUs: "0.5"}, want: Resources{NanoCPUs: 5e8, PidsLimit: DefaultPidsLimit}},
-		{name: "cpus leading dot", limits: Limits{CPUs: ".25"}, want: Resources{NanoCPUs: 25e7, PidsLimit: DefaultPidsLimit}},
-		{name: "cpus all", limits: Limits{CPUs: "2"}, want: Resources{NanoCPUs: 2e9, PidsLimit: DefaultPidsLimit}},
-		{name: "cpus floor", limits: Limits{CPUs: "0.01"}, want: Resources{NanoCPUs: 1e7, PidsLimit: DefaultPidsLimit}},
-		{name: "cpus below floor", limits: Limits{CPUs: "0.001"}, field: "cpus", msg: "Range of CPUs is from 0.01 to 2.00"},
-		{name: "cpus above host", limits: Limits{CPUs: "3"}, field: "cpus", msg: "as there are only 2 CPUs available"},
-		{name: "cpus not a number", limits: Limits{CPUs: "half"}, field: "cpus", msg: "failed to parse half as a rational number"},
-		{name: "cpus too precise", limits: Limits{CPUs: "0.0000000001"}, field: "cpus", msg: "too precise"},
-		{name: "cpus and period conflict", limits: Limits{CPUs: "1", CPUPeriod: "100000"}, field: "cpus", msg: "Nano CPUs and CPU Period cannot both be set"},
-		{name: "cpus and quota conflict", limits: Limits{CPUs: "1", CPUQuota: "50000"}, field: "cpus", msg: "Nano CPUs and CPU Quota cannot both be set"},
-		{name: "quota and period", limits: Limits{CPUQuota: "50000", CPUPeriod: "100000"}, want: Resources{CPUQuota: 50000, CPUPeriod: 100000, PidsLimit: DefaultPidsLimit}},
-		{name: "period too short", limits: Limits{CPUPeriod: "999"}, field: "cpu-period", msg: "can not be less than 1ms (i.e. 1000) or larger than 1s"},
-		{name: "period too long", limits: Limits{CPUPeriod: "1000001"}, field: "cpu-period", msg: "larger than 1s (i.e. 1000000)"},
-		{name: "period bounds", limits: Limits{CPUPeriod: "1000", CPUQuota: "1000"}, want: Resources{CPUPeriod: 1000, CPUQuota: 1000, PidsLimit: DefaultPidsLimit}},
-		{name: "quota too small", limits: Limits{CPUQuota: "999"}, field: "cpu-quota", msg: "CPU cfs quota can not be less than 1ms (i.e. 1000)"},
-		{name: "shares", limits: Limits{CPUShares: "512"}, want: Resources{CPUShares: 512, PidsLimit: DefaultPidsLimit}},
-		{name: "shares too small", limits: Limits{CPUShares: "1"}, field: "cpu-shares", msg: "from 2 to 262144"},
-		{name: "shares not a number", limits: Limits{CPUShares: "lots"}, field: "cpu-shares", msg: "whole number"},
-		{name: "cpuset", limits: Limits{CpusetCpus: "0,1"}, want: Resources{CpusetCpus: "0,1", PidsLimit: DefaultPidsLimit}},
-		{name: "cpuset range", limits: Limits{CpusetCpus: "0-1"}, want: Resources{CpusetCpus: "0-1", PidsLimit: DefaultPidsLimit}},
-		{name: "cpuset beyond host", limits: Limits{CpusetCpus: "0,2"}, field: "cpuset-cpus", msg: "Requested CPUs are not available - requested 0,2, available: 0-1"},
-		{name: "cpuset malformed", limits: Limits{CpusetCpus: "1-0"}, field: "cpuset-cpus", msg: "Invalid value 1-0 for cpuset cpus"},
-		{name: "memory", limits: Limits{Memory: "64m"}, want: Resources{Memory: 64 << 20, PidsLimit: DefaultPidsLimit}},
-		{name: "memory in bytes", limits: Limits{Memory: "6291456"}, want: Resources{Memory: 6 << 20, PidsLimit: DefaultPidsLimit}},
-		{name: "memory below 6MB", limits: Limits{Memory: "5m"}, field: "memory", msg: "Minimum memory limit allowed is 6MB"},
-		{name: "memory malformed", limits: Limits{Memory: "lots"}, field: "memory", msg: "invalid size: 'lots'"},
-		{name: "swap", limits: Limits{Memory: "64m", MemorySwap: "128m"}, want: Resources{Memory: 64 << 20, MemorySwap: 128 << 20, PidsLimit: DefaultPidsLimit}},
-		{name: "swap unlimited", limits: Limits{Memory: "64m", MemorySwap: "-1"}, want: Resources{Memory: 64 << 20, MemorySwap: -1, PidsLimit: DefaultPidsLimit}},
-		{name: "swap below memory", limits: Limits{Memory: "64m", MemorySwap: "32m"}, field: "memory-swap", msg: "should be larger than memory limit"},
-		{name: "swap without memory", limits: Limits{MemorySwap: "128m"}, field: "memory-swap", msg: "always set the Memory limit"},
-		{name: "reservation", limits: Limits{Memory: "64m", MemoryReservation: "32m"}, want: Resources{Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: DefaultPidsLimit}},
-		{name: "reservation above memory", limits: Limits{Memory: "64m", MemoryReservation: "128m"}, field: "memory-reservation", msg: "can not be less than memory reservation limit"},
-		{name: "reservation below 6MB", limits: Limits{MemoryReservation: "1m"}, field: "memory-reservation", msg: "6MB"},
-		{name: "pids", limits: Limits{PidsLimit: "64"}, want: Resources{PidsLimit: 64}},
-		{name: "pids unlimited refused", limits: Limits{PidsLimit: "-1"}, field: "pids-limit", msg: "from 1 to 32768"},
-		{name: "unsupported on host", limits: Limits{MemorySwap: "128m", Memory: "64m"},
-			host: Host{NCPU: 2, Unsupported: map[string]string{"memory-swap": "no swap accounting"}}, field: "memory-swap", msg: "no swap accounting"},
+		{name: "no limits", want: specs.Resources{PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpus half", limits: specs.Limits{CPUs: "0.5"}, want: specs.Resources{NanoCPUs: 5e8, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpus leading dot", limits: specs.Limits{CPUs: ".25"}, want: specs.Resources{NanoCPUs: 25e7, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpus all", limits: specs.Limits{CPUs: "2"}, want: specs.Resources{NanoCPUs: 2e9, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpus floor", limits: specs.Limits{CPUs: "0.01"}, want: specs.Resources{NanoCPUs: 1e7, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpus below floor", limits: specs.Limits{CPUs: "0.001"}, field: "cpus", msg: "Range of CPUs is from 0.01 to 2.00"},
+		{name: "cpus above host", limits: specs.Limits{CPUs: "3"}, field: "cpus", msg: "as there are only 2 CPUs available"},
+		{name: "cpus not a number", limits: specs.Limits{CPUs: "half"}, field: "cpus", msg: "failed to parse half as a rational number"},
+		{name: "cpus too precise", limits: specs.Limits{CPUs: "0.0000000001"}, field: "cpus", msg: "too precise"},
+		{name: "cpus and period conflict", limits: specs.Limits{CPUs: "1", CPUPeriod: "100000"}, field: "cpus", msg: "Nano CPUs and CPU Period cannot both be set"},
+		{name: "cpus and quota conflict", limits: specs.Limits{CPUs: "1", CPUQuota: "50000"}, field: "cpus", msg: "Nano CPUs and CPU Quota cannot both be set"},
+		{name: "quota and period", limits: specs.Limits{CPUQuota: "50000", CPUPeriod: "100000"}, want: specs.Resources{CPUQuota: 50000, CPUPeriod: 100000, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "period too short", limits: specs.Limits{CPUPeriod: "999"}, field: "cpu-period", msg: "can not be less than 1ms (i.e. 1000) or larger than 1s"},
+		{name: "period too long", limits: specs.Limits{CPUPeriod: "1000001"}, field: "cpu-period", msg: "larger than 1s (i.e. 1000000)"},
+		{name: "period bounds", limits: specs.Limits{CPUPeriod: "1000", CPUQuota: "1000"}, want: specs.Resources{CPUPeriod: 1000, CPUQuota: 1000, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "quota too small", limits: specs.Limits{CPUQuota: "999"}, field: "cpu-quota", msg: "CPU cfs quota can not be less than 1ms (i.e. 1000)"},
+		{name: "shares", limits: specs.Limits{CPUShares: "512"}, want: specs.Resources{CPUShares: 512, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "shares too small", limits: specs.Limits{CPUShares: "1"}, field: "cpu-shares", msg: "from 2 to 262144"},
+		{name: "shares not a number", limits: specs.Limits{CPUShares: "lots"}, field: "cpu-shares", msg: "whole number"},
+		{name: "cpuset", limits: specs.Limits{CpusetCpus: "0,1"}, want: specs.Resources{CpusetCpus: "0,1", PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpuset range", limits: specs.Limits{CpusetCpus: "0-1"}, want: specs.Resources{CpusetCpus: "0-1", PidsLimit: specs.DefaultPidsLimit}},
+		{name: "cpuset beyond host", limits: specs.Limits{CpusetCpus: "0,2"}, field: "cpuset-cpus", msg: "Requested CPUs are not available - requested 0,2, available: 0-1"},
+		{name: "cpuset malformed", limits: specs.Limits{CpusetCpus: "1-0"}, field: "cpuset-cpus", msg: "Invalid value 1-0 for cpuset cpus"},
+		{name: "memory", limits: specs.Limits{Memory: "64m"}, want: specs.Resources{Memory: 64 << 20, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "memory in bytes", limits: specs.Limits{Memory: "6291456"}, want: specs.Resources{Memory: 6 << 20, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "memory below 6MB", limits: specs.Limits{Memory: "5m"}, field: "memory", msg: "Minimum memory limit allowed is 6MB"},
+		{name: "memory malformed", limits: specs.Limits{Memory: "lots"}, field: "memory", msg: "invalid size: 'lots'"},
+		{name: "swap", limits: specs.Limits{Memory: "64m", MemorySwap: "128m"}, want: specs.Resources{Memory: 64 << 20, MemorySwap: 128 << 20, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "swap unlimited", limits: specs.Limits{Memory: "64m", MemorySwap: "-1"}, want: specs.Resources{Memory: 64 << 20, MemorySwap: -1, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "swap below memory", limits: specs.Limits{Memory: "64m", MemorySwap: "32m"}, field: "memory-swap", msg: "should be larger than memory limit"},
+		{name: "swap without memory", limits: specs.Limits{MemorySwap: "128m"}, field: "memory-swap", msg: "always set the Memory limit"},
+		{name: "reservation", limits: specs.Limits{Memory: "64m", MemoryReservation: "32m"}, want: specs.Resources{Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: specs.DefaultPidsLimit}},
+		{name: "reservation above memory", limits: specs.Limits{Memory: "64m", MemoryReservation: "128m"}, field: "memory-reservation", msg: "can not be less than memory reservation limit"},
+		{name: "reservation below 6MB", limits: specs.Limits{MemoryReservation: "1m"}, field: "memory-reservation", msg: "6MB"},
+		{name: "pids", limits: specs.Limits{PidsLimit: "64"}, want: specs.Resources{PidsLimit: 64}},
+		{name: "pids unlimited refused", limits: specs.Limits{PidsLimit: "-1"}, field: "pids-limit", msg: "from 1 to 32768"},
+		{name: "unsupported on host", limits: specs.Limits{MemorySwap: "128m", Memory: "64m"},
+			host: specs.Host{NCPU: 2, Unsupported: map[string]string{"memory-swap": "no swap accounting"}}, field: "memory-swap", msg: "no swap accounting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,25 +94,25 @@ func TestValidateLimits(t *testing.T) {
 }
 
 func TestValidateSpec(t *testing.T) {
-	md5 := Workload{Kind: KindMD5}
+	md5 := specs.Workload{Kind: specs.KindMD5}
 	tests := []struct {
 		name  string
-		spec  Spec
+		spec  specs.Spec
 		lane  int
 		field string
 		msg   string
 	}{
-		{"no lanes", Spec{}, -1, "lanes", "want 1 to 12 lanes, got 0"},
-		{"too many lanes", Spec{Lanes: make([]Lane, 13)}, -1, "lanes", "got 13"},
-		{"bad mode", Spec{Mode: "serial", Lanes: []Lane{{Workload: md5}}}, -1, "mode", `not "serial"`},
-		{"bad duration", Spec{Duration: "forever", Lanes: []Lane{{Workload: md5}}}, -1, "duration", "invalid duration"},
-		{"duration over cap", Spec{Duration: "11m", Lanes: []Lane{{Workload: md5}}}, -1, "duration", "from 1s to 10m0s"},
-		{"duplicate lane names", Spec{Lanes: []Lane{{Name: "x", Workload: md5}, {Name: "x", Workload: md5}}}, 1, "name", "already the name of lane 0"},
-		{"missing kind", Spec{Lanes: []Lane{{}}}, 0, "workload.kind", "missing"},
-		{"unknown kind", Spec{Lanes: []Lane{{Workload: Workload{Kind: "fio"}}}}, 0, "workload.kind", `unknown workload "fio"`},
-		{"field of another kind", Spec{Lanes: []Lane{{Workload: Workload{Kind: KindMD5, Threads: 2}}}}, 0, "workload.threads", "does not apply to the md5 workload"},
-		{"threads out of range", Spec{Lanes: []Lane{{Workload: md5}, {Workload: Workload{Kind: KindPrimes, Threads: 65}}}}, 1, "workload.threads", "from 1 to 64"},
-		{"negative seconds", Spec{Lanes: []Lane{{Workload: Workload{Kind: KindSpin, Seconds: -1}}}}, 0, "workload.seconds", "from 0 to 600"},
+		{"no lanes", specs.Spec{}, -1, "lanes", "want 1 to 12 lanes, got 0"},
+		{"too many lanes", specs.Spec{Lanes: make([]specs.Lane, 13)}, -1, "lanes", "got 13"},
+		{"bad mode", specs.Spec{Mode: "serial", Lanes: []specs.Lane{{Workload: md5}}}, -1, "mode", `not "serial"`},
+		{"bad duration", specs.Spec{Duration: "forever", Lanes: []specs.Lane{{Workload: md5}}}, -1, "duration", "invalid duration"},
+		{"duration over cap", specs.Spec{Duration: "11m", Lanes: []specs.Lane{{Workload: md5}}}, -1, "duration", "from 1s to 10m0s"},
+		{"duplicate lane names", specs.Spec{Lanes: []specs.Lane{{Name: "x", Workload: md5}, {Name: "x", Workload: md5}}}, 1, "name", "already the name of lane 0"},
+		{"missing kind", specs.Spec{Lanes: []specs.Lane{{}}}, 0, "workload.kind", "missing"},
+		{"unknown kind", specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: "fio"}}}}, 0, "workload.kind", `unknown workload "fio"`},
+		{"field of another kind", specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMD5, Threads: 2}}}}, 0, "workload.threads", "does not apply to the md5 workload"},
+		{"threads out of range", specs.Spec{Lanes: []specs.Lane{{Workload: md5}, {Workload: specs.Workload{Kind: specs.KindPrimes, Threads: 65}}}}, 1, "workload.threads", "from 1 to 64"},
+		{"negative seconds", specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindSpin, Seconds: -1}}}}, 0, "workload.seconds", "from 0 to 600"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,9 +128,9 @@ func TestValidateSpec(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	spec := Spec{Mode: "x", Lanes: []Lane{
-		{Workload: Workload{Kind: KindMD5}, Limits: Limits{CPUs: "9", Memory: "1m"}},
-		{Workload: Workload{Kind: "nope"}},
+	spec := specs.Spec{Mode: "x", Lanes: []specs.Lane{
+		{Workload: specs.Workload{Kind: specs.KindMD5}, Limits: specs.Limits{CPUs: "9", Memory: "1m"}},
+		{Workload: specs.Workload{Kind: "nope"}},
 	}}
 	plan, errs := Validate(spec, twoCPUs)
 	if len(plan.Lanes) != 0 {
@@ -146,11 +148,11 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestValidateDefaults(t *testing.T) {
-	plan, errs := Validate(Spec{Lanes: []Lane{{Workload: Workload{Kind: KindPrimes}}, {Workload: Workload{Kind: KindSpin}}}}, twoCPUs)
+	plan, errs := Validate(specs.Spec{Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindPrimes}}, {Workload: specs.Workload{Kind: specs.KindSpin}}}}, twoCPUs)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	if plan.Mode != Parallel || plan.Duration != DefaultDuration || plan.Name == "" {
+	if plan.Mode != specs.Parallel || plan.Duration != specs.DefaultDuration || plan.Name == "" {
 		t.Errorf("plan defaults: mode %q duration %s name %q", plan.Mode, plan.Duration, plan.Name)
 	}
 	if l := plan.Lanes[0]; l.Name != "lane 1" || l.Workload.Threads != 1 || l.Workload.Events != 10000 || l.Workload.MaxPrime != 10000 {
@@ -159,10 +161,10 @@ func TestValidateDefaults(t *testing.T) {
 	if l := plan.Lanes[1]; l.Name != "lane 2" || l.Workload.Seconds != 10 {
 		t.Errorf("spin defaults: %+v", l)
 	}
-	if _, errs := Validate(Spec{Duration: "90s", Lanes: []Lane{{Workload: Workload{Kind: KindMD5}}}}, twoCPUs); errs != nil {
+	if _, errs := Validate(specs.Spec{Duration: "90s", Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMD5}}}}, twoCPUs); errs != nil {
 		t.Error(errs)
 	}
-	if p, _ := Validate(Spec{Duration: "90s", Lanes: []Lane{{Workload: Workload{Kind: KindMD5}}}}, twoCPUs); p.Duration != 90*time.Second {
+	if p, _ := Validate(specs.Spec{Duration: "90s", Lanes: []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMD5}}}}, twoCPUs); p.Duration != 90*time.Second {
 		t.Errorf("duration = %s", p.Duration)
 	}
 }
@@ -203,7 +205,7 @@ func TestParse(t *testing.T) {
 // Sizes take the docker CLI's units, as dd's users write bs=1M, and are
 // kept (and echoed) in bytes; the bounds hold on the bytes.
 func TestSizesTakeUnits(t *testing.T) {
-	for in, want := range map[string]Bytes{`"1m"`: 1 << 20, `"1M"`: 1 << 20, `"4k"`: 4096, `"64KiB"`: 65536, `8192`: 8192, `"2097152"`: 2 << 20} {
+	for in, want := range map[string]specs.Bytes{`"1m"`: 1 << 20, `"1M"`: 1 << 20, `"4k"`: 4096, `"64KiB"`: 65536, `8192`: 8192, `"2097152"`: 2 << 20} {
 		spec, errs := Parse([]byte(`{"lanes": [{"workload": {"kind": "disk-read", "bs": ` + in + `}}]}`))
 		if errs != nil || spec.Lanes[0].Workload.BS != want {
 			t.Errorf("bs %s: %v, errors %v; want %d", in, spec.Lanes[0].Workload.BS, errs, want)
@@ -231,8 +233,8 @@ func TestParseLimitsAsNumbersOrStrings(t *testing.T) {
 }
 
 func TestDockerRun(t *testing.T) {
-	got := DockerRun("limitlab-workload", Workload{Kind: KindMD5, MB: 30},
-		Resources{NanoCPUs: 5e8, CPUShares: 512, CpusetCpus: "0,1", Memory: 64 << 20, MemorySwap: -1, PidsLimit: 512}, "")
+	got := specs.DockerRun("limitlab-workload", specs.Workload{Kind: specs.KindMD5, MB: 30},
+		specs.Resources{NanoCPUs: 5e8, CPUShares: 512, CpusetCpus: "0,1", Memory: 64 << 20, MemorySwap: -1, PidsLimit: 512}, "")
 	want := "docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges --network none " +
 		"--cpus 0.5 --cpu-shares 512 --cpuset-cpus 0,1 --memory 64m --memory-swap -1 --pids-limit 512 " +
 		"limitlab-workload md5 -mb 30"
@@ -243,7 +245,7 @@ func TestDockerRun(t *testing.T) {
 
 func TestFormatBytes(t *testing.T) {
 	for n, want := range map[int64]string{64 << 20: "64m", 1 << 30: "1g", 1536: "1536b", 6 << 20: "6m", 3 << 10: "3k", -1: "-1"} {
-		if got := FormatBytes(n); got != want {
+		if got := specs.FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
@@ -259,7 +261,7 @@ func TestLabsAreValid(t *testing.T) {
 			if errs != nil {
 				t.Fatal(errs)
 			}
-			host := Host{NCPU: 2, DataRootDevice: "/dev/vda"}
+			host := specs.Host{NCPU: 2, DataRootDevice: "/dev/vda"}
 			if l.RequiresCPUManager != "" {
 				host.Kubernetes, host.CPUManager = true, l.RequiresCPUManager
 			}
@@ -289,11 +291,11 @@ func TestLabRequests(t *testing.T) {
 		t.Errorf("an IO lab on a host without a known data root disk: shows %v (%s)", shows, why)
 	}
 	weight, _ := LabByID("io-weight")
-	if shows, why := weight.Shows(Host{NCPU: 2, Unsupported: map[string]string{"blkio-weight": "no weight support"}}); shows || !strings.Contains(why, "no weight support") {
+	if shows, why := weight.Shows(specs.Host{NCPU: 2, Unsupported: map[string]string{"blkio-weight": "no weight support"}}); shows || !strings.Contains(why, "no weight support") {
 		t.Errorf("the weight lab without weight support: shows %v (%s)", shows, why)
 	}
 	spec, _ := Parse([]byte(`{"lab": "cpus-ladder"}`))
-	_, errs := Validate(spec, Host{NCPU: 1})
+	_, errs := Validate(spec, specs.Host{NCPU: 1})
 	found := false
 	for _, e := range errs {
 		found = found || e.Field == "lab" && strings.Contains(e.Message, "needs 2")
@@ -305,11 +307,11 @@ func TestLabRequests(t *testing.T) {
 
 func TestCPULimit(t *testing.T) {
 	for _, tt := range []struct {
-		r    Resources
+		r    specs.Resources
 		want float64
 	}{
-		{Resources{}, 0}, {Resources{NanoCPUs: 25e7}, 0.25},
-		{Resources{CPUQuota: 50000, CPUPeriod: 100000}, 0.5}, {Resources{CPUQuota: 150000}, 1.5},
+		{specs.Resources{}, 0}, {specs.Resources{NanoCPUs: 25e7}, 0.25},
+		{specs.Resources{CPUQuota: 50000, CPUPeriod: 100000}, 0.5}, {specs.Resources{CPUQuota: 150000}, 1.5},
 	} {
 		if got := tt.r.CPULimit(); got != tt.want {
 			t.Errorf("%+v.CPULimit() = %g, want %g", tt.r, got, tt.want)
@@ -318,27 +320,27 @@ func TestCPULimit(t *testing.T) {
 }
 
 func TestResolveChange(t *testing.T) {
-	cur := Resources{NanoCPUs: 1e9, Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: 512}
+	cur := specs.Resources{NanoCPUs: 1e9, Memory: 64 << 20, MemoryReservation: 32 << 20, PidsLimit: 512}
 	tests := []struct {
 		name   string
-		cur    Resources
-		change Limits
-		want   Resources
+		cur    specs.Resources
+		change specs.Limits
+		want   specs.Resources
 		field  string
 	}{
-		{"cpus down", cur, Limits{CPUs: "0.25"}, Resources{NanoCPUs: 25e7}, ""},
-		{"shares and cpuset", cur, Limits{CPUShares: "64", CpusetCpus: "1"}, Resources{CPUShares: 64, CpusetCpus: "1"}, ""},
-		{"pids", cur, Limits{PidsLimit: "100"}, Resources{PidsLimit: 100}, ""},
-		{"memory up", cur, Limits{Memory: "128m"}, Resources{Memory: 128 << 20}, ""},
-		{"memory below reservation", cur, Limits{Memory: "16m"}, Resources{}, "memory"},
-		{"cpus beside a quota", Resources{CPUQuota: 50000, CPUPeriod: 100000}, Limits{CPUs: "1"}, Resources{}, "cpus"},
-		{"period is not live", cur, Limits{CPUPeriod: "10000"}, Resources{}, "cpu-period"},
-		{"nothing", cur, Limits{}, Resources{}, "limits"},
-		{"bad value", cur, Limits{CPUs: "9"}, Resources{}, "cpus"},
+		{"cpus down", cur, specs.Limits{CPUs: "0.25"}, specs.Resources{NanoCPUs: 25e7}, ""},
+		{"shares and cpuset", cur, specs.Limits{CPUShares: "64", CpusetCpus: "1"}, specs.Resources{CPUShares: 64, CpusetCpus: "1"}, ""},
+		{"pids", cur, specs.Limits{PidsLimit: "100"}, specs.Resources{PidsLimit: 100}, ""},
+		{"memory up", cur, specs.Limits{Memory: "128m"}, specs.Resources{Memory: 128 << 20}, ""},
+		{"memory below reservation", cur, specs.Limits{Memory: "16m"}, specs.Resources{}, "memory"},
+		{"cpus beside a quota", specs.Resources{CPUQuota: 50000, CPUPeriod: 100000}, specs.Limits{CPUs: "1"}, specs.Resources{}, "cpus"},
+		{"period is not live", cur, specs.Limits{CPUPeriod: "10000"}, specs.Resources{}, "cpu-period"},
+		{"nothing", cur, specs.Limits{}, specs.Resources{}, "limits"},
+		{"bad value", cur, specs.Limits{CPUs: "9"}, specs.Resources{}, "cpus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, errs := ResolveChange(tt.cur, tt.change, twoCPUs)
+			got, errs := specs.ResolveChange(tt.cur, tt.change, twoCPUs)
 			if tt.field == "" {
 				if errs != nil || got != tt.want {
 					t.Errorf("got %+v, %v; want %+v", got, errs, tt.want)
@@ -350,18 +352,20 @@ func TestResolveChange(t *testing.T) {
 			}
 		})
 	}
-	if m := cur.Merge(Resources{NanoCPUs: 5e8, PidsLimit: 10}); m.NanoCPUs != 5e8 || m.PidsLimit != 10 || m.Memory != 64<<20 {
+	if m := cur.Merge(specs.Resources{NanoCPUs: 5e8, PidsLimit: 10}); m.NanoCPUs != 5e8 || m.PidsLimit != 10 || m.Memory != 64<<20 {
 		t.Errorf("merge = %+v", m)
 	}
 }
 
 func TestServicesAndLoad(t *testing.T) {
-	svc := func(name string) Lane { return Lane{Name: name, Workload: Workload{Kind: KindHTTP}} }
-	load := func(name, target string) Lane {
-		return Lane{Name: name, Workload: Workload{Kind: KindLoad, Target: target, Requests: 100}}
+	svc := func(name string) specs.Lane {
+		return specs.Lane{Name: name, Workload: specs.Workload{Kind: specs.KindHTTP}}
 	}
-	plan, errs := Validate(Spec{Mode: Sequential, Lanes: []Lane{
-		load("ab host", "svc host"), svc("svc host"), svc("svc auto"), load("ab auto", "svc auto"), {Workload: Workload{Kind: KindMD5}},
+	load := func(name, target string) specs.Lane {
+		return specs.Lane{Name: name, Workload: specs.Workload{Kind: specs.KindLoad, Target: target, Requests: 100}}
+	}
+	plan, errs := Validate(specs.Spec{Mode: specs.Sequential, Lanes: []specs.Lane{
+		load("ab host", "svc host"), svc("svc host"), svc("svc auto"), load("ab auto", "svc auto"), {Workload: specs.Workload{Kind: specs.KindMD5}},
 	}}, twoCPUs)
 	if errs != nil {
 		t.Fatal(errs)
@@ -382,21 +386,21 @@ func TestServicesAndLoad(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		lanes []Lane
+		lanes []specs.Lane
 		lane  int
 		field string
 		part  string
 	}{
-		{"no such target", []Lane{load("ab", "nope")}, 0, "workload.target", `no lane is named "nope"`},
-		{"target not http", []Lane{{Name: "m", Workload: Workload{Kind: KindMD5}}, load("ab", "m")}, 1, "workload.target", "not an http service"},
-		{"no target", []Lane{{Workload: Workload{Kind: KindLoad, Requests: 1}}}, 0, "workload.target", "missing"},
-		{"no bound", []Lane{svc("s"), {Workload: Workload{Kind: KindLoad, Target: "s"}}}, 1, "workload.requests", "give requests"},
-		{"bad gomaxprocs", []Lane{{Workload: Workload{Kind: KindHTTP, GOMAXPROCS: "lots"}}}, 0, "workload.gomaxprocs", "auto, host or a number"},
-		{"target on md5", []Lane{{Workload: Workload{Kind: KindMD5, Target: "x"}}}, 0, "workload.target", "does not apply"},
+		{"no such target", []specs.Lane{load("ab", "nope")}, 0, "workload.target", `no lane is named "nope"`},
+		{"target not http", []specs.Lane{{Name: "m", Workload: specs.Workload{Kind: specs.KindMD5}}, load("ab", "m")}, 1, "workload.target", "not an http service"},
+		{"no target", []specs.Lane{{Workload: specs.Workload{Kind: specs.KindLoad, Requests: 1}}}, 0, "workload.target", "missing"},
+		{"no bound", []specs.Lane{svc("s"), {Workload: specs.Workload{Kind: specs.KindLoad, Target: "s"}}}, 1, "workload.requests", "give requests"},
+		{"bad gomaxprocs", []specs.Lane{{Workload: specs.Workload{Kind: specs.KindHTTP, GOMAXPROCS: "lots"}}}, 0, "workload.gomaxprocs", "auto, host or a number"},
+		{"target on md5", []specs.Lane{{Workload: specs.Workload{Kind: specs.KindMD5, Target: "x"}}}, 0, "workload.target", "does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errs := Validate(Spec{Lanes: tt.lanes}, twoCPUs)
+			_, errs := Validate(specs.Spec{Lanes: tt.lanes}, twoCPUs)
 			for _, e := range errs {
 				if e.Lane == tt.lane && e.Field == tt.field && strings.Contains(e.Message, tt.part) {
 					return
@@ -408,8 +412,8 @@ func TestServicesAndLoad(t *testing.T) {
 }
 
 func TestPhases(t *testing.T) {
-	md5 := Workload{Kind: KindMD5}
-	plan, errs := Validate(Spec{Duration: "30s", Lanes: []Lane{
+	md5 := specs.Workload{Kind: specs.KindMD5}
+	plan, errs := Validate(specs.Spec{Duration: "30s", Lanes: []specs.Lane{
 		{Name: "victim", Workload: md5},
 		{Name: "n1", Workload: md5, StartAt: "10s", StopAt: "20s"},
 		{Name: "n2", Workload: md5, StartAt: "20s"},
@@ -424,13 +428,13 @@ func TestPhases(t *testing.T) {
 		t.Errorf("bounds %v", b)
 	}
 	for _, tt := range []struct {
-		spec  Spec
+		spec  specs.Spec
 		field string
 	}{
-		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "40s"}}}, "start_at"},
-		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "10s", StopAt: "5s"}}}, "stop_at"},
-		{Spec{Duration: "30s", Lanes: []Lane{{Workload: md5, StopAt: "soon"}}}, "stop_at"},
-		{Spec{Mode: Sequential, Duration: "30s", Lanes: []Lane{{Workload: md5, StartAt: "5s"}}}, "start_at"},
+		{specs.Spec{Duration: "30s", Lanes: []specs.Lane{{Workload: md5, StartAt: "40s"}}}, "start_at"},
+		{specs.Spec{Duration: "30s", Lanes: []specs.Lane{{Workload: md5, StartAt: "10s", StopAt: "5s"}}}, "stop_at"},
+		{specs.Spec{Duration: "30s", Lanes: []specs.Lane{{Workload: md5, StopAt: "soon"}}}, "stop_at"},
+		{specs.Spec{Mode: specs.Sequential, Duration: "30s", Lanes: []specs.Lane{{Workload: md5, StartAt: "5s"}}}, "start_at"},
 	} {
 		if _, errs := Validate(tt.spec, twoCPUs); len(errs) == 0 || errs[0].Field != tt.field {
 			t.Errorf("%+v: errors %v, want one on %s", tt.spec.Lanes, errs, tt.field)

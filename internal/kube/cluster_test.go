@@ -15,6 +15,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/kubetest"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
@@ -121,7 +122,7 @@ func TestQoSContentionLab(t *testing.T) {
 	if n := leftPods(t, cs, v.ID); n != 0 {
 		t.Errorf("%d pods of the run left", n)
 	}
-	want := []string{experiments.QoSGuaranteed, experiments.QoSBurstable, experiments.QoSBestEffort}
+	want := []string{specs.QoSGuaranteed, specs.QoSBurstable, specs.QoSBestEffort}
 	for i, l := range v.Lanes {
 		if l.Pod == nil || l.Pod.QoS != want[i] {
 			t.Errorf("lane %s: pod %+v, want QoS %s", l.Name, l.Pod, want[i])
@@ -242,7 +243,7 @@ func TestGOMAXPROCSLab(t *testing.T) {
 	})
 	for _, l := range v.Lanes {
 		t.Logf("lane %s: exit %s, ran %.2f–%.2f s, wall %.2f s, %.1f %s, throttled %.2f s, error %q", l.Name, exitText(l.ExitCode), l.StartedAt, l.EndedAt, l.WallSeconds, l.Throughput, l.Unit, l.ThrottledSeconds, l.Error)
-		if l.Workload.Kind == experiments.KindLoad && l.Throughput <= 0 {
+		if l.Workload.Kind == specs.KindLoad && l.Throughput <= 0 {
 			t.Errorf("lane %s reached no service", l.Name)
 		}
 		checkKernel(t, l)

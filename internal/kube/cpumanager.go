@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -24,7 +25,7 @@ const cpuProbeRetry = time.Minute
 
 // cpuPolicy is what the CPU manager probe found on a node.
 type cpuPolicy struct {
-	policy experiments.CPUManagerPolicy
+	policy specs.CPUManagerPolicy
 	note   string
 	at     time.Time
 }
@@ -38,7 +39,7 @@ type cpuManagers struct {
 
 // policy is the node's CPU manager policy: probed once per node, again a
 // minute after a probe that could not run.
-func (m *cpuManagers) policy(ctx context.Context, c *client, n corev1.Node, ncpu int, files podFiles) (experiments.CPUManagerPolicy, string) {
+func (m *cpuManagers) policy(ctx context.Context, c *client, n corev1.Node, ncpu int, files podFiles) (specs.CPUManagerPolicy, string) {
 	m.mu.Lock()
 	got, ok := m.policies[string(n.UID)]
 	m.mu.Unlock()
@@ -47,7 +48,7 @@ func (m *cpuManagers) policy(ctx context.Context, c *client, n corev1.Node, ncpu
 	}
 	// (A node another server's run holds is not probed: the engine's
 	// probe refuses it before, as its pods are measuring.)
-	var policy experiments.CPUManagerPolicy
+	var policy specs.CPUManagerPolicy
 	var note string
 	switch {
 	case c.cfg.Image == "":
@@ -77,7 +78,7 @@ type podFiles func(ctx context.Context, uid, cid string) (cg engine.CgroupFiles,
 // and no quota; under none every CPU and a quota of one CPU. The probe
 // pod is an idle http workload of the cluster's image, removed before it
 // returns, and all of it takes at most deadline.
-func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, files podFiles, deadline time.Duration) (policy experiments.CPUManagerPolicy, note string) {
+func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, files podFiles, deadline time.Duration) (policy specs.CPUManagerPolicy, note string) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	spec, errs := experiments.Parse([]byte(`{"lanes": [{"name": "cpu manager probe", "workload": {"kind": "http", "gomaxprocs": "1"},
@@ -85,7 +86,7 @@ func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, file
 	if errs != nil {
 		return "", "not probed: " + errs.Error()
 	}
-	plan, errs := experiments.Validate(spec, experiments.Host{NCPU: ncpu, Kubernetes: true})
+	plan, errs := experiments.Validate(spec, specs.Host{NCPU: ncpu, Kubernetes: true})
 	if errs != nil {
 		return "", "not probed: " + errs.Error()
 	}
@@ -124,14 +125,14 @@ func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, file
 		return "", fmt.Sprintf("not probed: the probe pod's quota (%v) or cpuset (%v) could not be read", qerr, serr)
 	}
 	q, set := strings.TrimSpace(string(quota)), strings.TrimSpace(string(cpus))
-	n, _ := experiments.ParseCPUSet(set)
+	n, _ := specs.ParseCPUSet(set)
 	note = fmt.Sprintf("a Guaranteed probe pod of 1 CPU got cpuset %s and a CFS quota of %q", set, q)
 	noQuota := q == "-1" || strings.HasPrefix(q, "max")
 	switch {
 	case noQuota && len(n) == 1:
-		return experiments.CPUManagerStatic, note
+		return specs.CPUManagerStatic, note
 	case !noQuota:
-		return experiments.CPUManagerNone, note
+		return specs.CPUManagerNone, note
 	}
 	return "", note
 }

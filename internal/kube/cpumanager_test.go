@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -16,7 +17,7 @@ import (
 // manager for TestStaticCPUManagerLab, on this machine's node and then on
 // the VM's (LIMITLAB_K8S_NODE), and says so here.
 func staticCluster() bool {
-	return os.Getenv("LIMITLAB_K8S_CPU_POLICY") == string(experiments.CPUManagerStatic)
+	return os.Getenv("LIMITLAB_K8S_CPU_POLICY") == string(specs.CPUManagerStatic)
 }
 
 // On the node without the static policy the lab is refused, saying what
@@ -70,8 +71,8 @@ func TestStaticCPUManagerLab(t *testing.T) {
 		if own == "" || shared == "" {
 			t.Fatalf("cpusets read back: %v, want the Guaranteed service's and its load's", sets)
 		}
-		a, _ := experiments.ParseCPUSet(own)
-		b, _ := experiments.ParseCPUSet(shared)
+		a, _ := specs.ParseCPUSet(own)
+		b, _ := specs.ParseCPUSet(shared)
 		for _, x := range a {
 			for _, y := range b {
 				if x == y {

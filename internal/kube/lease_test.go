@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,7 +267,7 @@ func TestTheShownPodStartsAtOnce(t *testing.T) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	plan, errs := experiments.Validate(spec, experiments.Host{NCPU: 2, Kubernetes: true})
+	plan, errs := experiments.Validate(spec, specs.Host{NCPU: 2, Kubernetes: true})
 	if errs != nil {
 		t.Fatal(errs)
 	}

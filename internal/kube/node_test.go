@@ -11,6 +11,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/kubetest"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -41,7 +42,7 @@ func runTaint(n *corev1.Node) *corev1.Taint {
 	return nil
 }
 
-func spinSpec(t *testing.T, m *workshop.Manager) (experiments.Spec, experiments.Plan) {
+func spinSpec(t *testing.T, m *workshop.Manager) (specs.Spec, specs.Plan) {
 	t.Helper()
 	spec, errs := experiments.Parse([]byte(`{"mode": "parallel", "duration": "20s", "lanes": [
 		{"name": "spin", "workload": {"kind": "spin", "seconds": 3}, "limits": {"cpus": "0.25"}}]}`))

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -19,7 +19,7 @@ import (
 // not tolerate. It tolerates its run's mark and the keys the facilitator
 // named, nothing else.
 func TestALanesPodIsPlacedByTheScheduler(t *testing.T) {
-	lane := experiments.PlannedLane{Name: "a", Workload: experiments.Workload{Kind: "spin", Seconds: 1}, Pod: &experiments.Pod{LimitMilliCPU: 500}, Target: -1}
+	lane := specs.PlannedLane{Name: "a", Workload: specs.Workload{Kind: "spin", Seconds: 1}, Pod: &specs.Pod{LimitMilliCPU: 500}, Target: -1}
 	nl := engine.NewLane{RunID: "run1", Index: 0, Lane: lane, Image: engine.OCIRepo}
 	for _, tc := range []struct {
 		pl   Placement

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +21,7 @@ import (
 )
 
 // Container is the name of a lane pod's one container.
-const Container = experiments.PodContainer
+const Container = specs.PodContainer
 
 // nobody is the workload's user and group, as in the Docker image.
 const nobody = 65534
@@ -165,7 +165,7 @@ func PodSpec(nl engine.NewLane, pl Placement, args []string) *corev1.Pod {
 // Requirements are a lane's resources as a container's. Requests equal to
 // their limits are left to the API server's defaulting, as people write
 // them.
-func Requirements(p experiments.Pod) corev1.ResourceRequirements {
+func Requirements(p specs.Pod) corev1.ResourceRequirements {
 	var r corev1.ResourceRequirements
 	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
 		if *list == nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,7 +212,7 @@ func (p *Pods) Signal(id string, sig engine.StopSignal, log *slog.Logger) {
 
 // Remove deletes a run's pods, by its label, waits until they are gone,
 // and gives the node back.
-func (p *Pods) Remove(ctx context.Context, runID string, ids []string, _ []experiments.PlannedLane, log *slog.Logger) {
+func (p *Pods) Remove(ctx context.Context, runID string, ids []string, _ []specs.PlannedLane, log *slog.Logger) {
 	p.mu.Lock()
 	for _, id := range ids {
 		delete(p.pending, id)

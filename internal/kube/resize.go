@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,11 +24,11 @@ var resizePolicy = []corev1.ContainerResizePolicy{
 
 // Resize changes a running lane's pod's CPU and memory requests and limits
 // in place, through the pod's resize subresource, to those of to (checked
-// by experiments.ResolveResize), and waits until kubelet has applied them,
+// by specs.ResolveResize), and waits until kubelet has applied them,
 // deferred them, found them infeasible, or resizeTimeout has passed.
-func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
-	patch := experiments.ResizePatch(Container, to)
-	out := engine.Resized{Command: experiments.ResizeCommand(id, Container, to)}
+func (p *Pods) Resize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error) {
+	patch := specs.ResizePatch(Container, to)
+	out := engine.Resized{Command: specs.ResizeCommand(id, Container, to)}
 	pods := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace)
 	if _, err := pods.Patch(ctx, id, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "limitlab"}, "resize"); err != nil {
 		return out, err
@@ -45,8 +45,8 @@ func (p *Pods) Resize(ctx context.Context, id string, to experiments.Pod) (engin
 // until kubelet has applied it, found it infeasible or failed at it, or
 // ctx ends (the lane's end): kubelet retries a deferred resize and may
 // finish one in progress long after the first wait.
-func (p *Pods) AwaitResize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
-	out := engine.Resized{Command: experiments.ResizeCommand(id, Container, to)}
+func (p *Pods) AwaitResize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error) {
+	out := engine.Resized{Command: specs.ResizeCommand(id, Container, to)}
 	err := p.awaitResize(ctx, id, to, 24*time.Hour, true, &out)
 	return out, err
 }
@@ -54,7 +54,7 @@ func (p *Pods) AwaitResize(ctx context.Context, id string, to experiments.Pod) (
 // awaitResize polls the pod until kubelet's word on the resize to to is
 // no longer in progress (nor deferred, with pastDeferral), or timeout,
 // filling out.
-func (p *Pods) awaitResize(ctx context.Context, id string, to experiments.Pod, timeout time.Duration, pastDeferral bool, out *engine.Resized) error {
+func (p *Pods) awaitResize(ctx context.Context, id string, to specs.Pod, timeout time.Duration, pastDeferral bool, out *engine.Resized) error {
 	pods := p.c.cs.CoreV1().Pods(p.c.cfg.Namespace)
 	return poll(ctx, "pod "+id+" resized", timeout, func(ctx context.Context) (bool, error) {
 		pod, err := pods.Get(ctx, id, metav1.GetOptions{})
@@ -73,7 +73,7 @@ func (p *Pods) awaitResize(ctx context.Context, id string, to experiments.Pod, t
 // resizeState is kubelet's word on a resize to want: a pending or in
 // progress condition's, else done once the container's resources read
 // back as asked.
-func resizeState(pod *corev1.Pod, want experiments.Pod) (state, message string) {
+func resizeState(pod *corev1.Pod, want specs.Pod) (state, message string) {
 	for _, c := range pod.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
@@ -102,8 +102,8 @@ func resizeState(pod *corev1.Pod, want experiments.Pod) (state, message string) 
 
 // actual is the container's CPU and memory as its status reports them
 // applied.
-func actual(st *corev1.ContainerStatus) experiments.Pod {
-	var p experiments.Pod
+func actual(st *corev1.ContainerStatus) specs.Pod {
+	var p specs.Pod
 	if st.Resources == nil {
 		return p
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -57,20 +58,20 @@ func TestResizeInPlaceLab(t *testing.T) {
 		}
 		ctx := context.Background()
 		for _, c := range []struct {
-			change      experiments.Limits
+			change      specs.Limits
 			field, says string
 		}{
-			{experiments.Limits{Resources: &experiments.PodResources{Requests: experiments.PodResourceList{CPU: "500m", Memory: "64Mi"}}}, "resources", "QoS class"},
-			{experiments.Limits{PidsLimit: "100"}, "pids-limit", "podPidsLimit"},
+			{specs.Limits{Resources: &specs.PodResources{Requests: specs.PodResourceList{CPU: "500m", Memory: "64Mi"}}}, "resources", "QoS class"},
+			{specs.Limits{PidsLimit: "100"}, "pids-limit", "podPidsLimit"},
 		} {
 			_, err := m.UpdateLimits(ctx, r.ID(), 0, c.change)
-			var errs experiments.Errors
+			var errs specs.Errors
 			if !errors.As(err, &errs) || errs[0].Lane != 0 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
 				t.Errorf("change %+v: got %v, want an error on %s saying %q", c.change, err, c.field, c.says)
 			}
 		}
 		start := time.Now()
-		rec, err = m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{Limits: experiments.PodResourceList{CPU: "1500m"}}})
+		rec, err = m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{Resources: &specs.PodResources{Limits: specs.PodResourceList{CPU: "1500m"}}})
 		took = time.Since(start)
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +94,7 @@ func TestResizeInPlaceLab(t *testing.T) {
 		}
 		return
 	}
-	if rz == nil || rz.State != engine.ResizeDone || rz.Restarts != 0 || rz.Applied.Limits.CPU != "1500m" || rz.QoS != experiments.QoSBurstable {
+	if rz == nil || rz.State != engine.ResizeDone || rz.Restarts != 0 || rz.Applied.Limits.CPU != "1500m" || rz.QoS != specs.QoSBurstable {
 		t.Fatalf("the resize: %+v", rz)
 	}
 	if !strings.Contains(rz.Command, "--subresource resize") {
@@ -139,7 +140,7 @@ func checkResizedService(t *testing.T, l runner.LaneResult) {
 // after took) came to by the run's end, and the lane's limits then: a
 // resize kubelet had not settled when the change was answered is followed
 // by the run to the end, and its record says what it came to, and when.
-func settledResize(t *testing.T, v runner.RunView, rec runner.ChangeRecord, took time.Duration) (*runner.ResizeRecord, experiments.Resources) {
+func settledResize(t *testing.T, v runner.RunView, rec runner.ChangeRecord, took time.Duration) (*runner.ResizeRecord, specs.Resources) {
 	t.Helper()
 	var rz *runner.ResizeRecord
 	applied := rec.Applied
@@ -170,9 +171,9 @@ func TestResizeRefusedForCPUsOfItsOwn(t *testing.T) {
 	r := submit(t, m, `{"mode": "parallel", "duration": "30s", "lanes": [
 		{"name": "own", "workload": {"kind": "spin", "seconds": 20}, "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}}]}`)
 	enginetest.WaitFor(t, time.Minute, "the lane's pod to run", func() bool { return r.View().Lanes[0].State == runner.LaneRunning })
-	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{
-		Requests: experiments.PodResourceList{CPU: "2"}, Limits: experiments.PodResourceList{CPU: "2"}}})
-	var errs experiments.Errors
+	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
+		Requests: specs.PodResourceList{CPU: "2"}, Limits: specs.PodResourceList{CPU: "2"}}})
+	var errs specs.Errors
 	if !errors.As(err, &errs) || errs[0].Field != "resources" || !strings.Contains(errs[0].Message, "static CPU manager") {
 		t.Errorf("got %v, want the resize refused for the pod's CPUs of its own", err)
 	}
@@ -213,9 +214,9 @@ func TestAMemoryResizeBelowUsage(t *testing.T) {
 	}
 	limit := int64(128 << 20)
 	for _, to := range []int64{112, 64} {
-		rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, experiments.Limits{Resources: &experiments.PodResources{
-			Limits: experiments.PodResourceList{Memory: experiments.Value(strconv.FormatInt(to, 10) + "Mi")}}})
-		var errs experiments.Errors
+		rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
+			Limits: specs.PodResourceList{Memory: specs.Value(strconv.FormatInt(to, 10) + "Mi")}}})
+		var errs specs.Errors
 		switch {
 		case errors.As(err, &errs):
 			t.Logf("figure: a memory resize %dMi → %dMi with 96 MiB in use | refused: %s", limit>>20, to, errs[0].Message)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Backend is what a run asks of the engine its lanes run on: Docker
@@ -31,7 +31,7 @@ type Backend interface {
 	Signal(id string, sig engine.StopSignal, log *slog.Logger)
 	// Remove removes a run's lanes, even those it lost track of, by its
 	// label.
-	Remove(ctx context.Context, runID string, ids []string, lanes []experiments.PlannedLane, log *slog.Logger)
+	Remove(ctx context.Context, runID string, ids []string, lanes []specs.PlannedLane, log *slog.Logger)
 	// OpenReader opens a started lane's counters: the reader, how often
 	// it may be read (0: every tick) and where they come from.
 	OpenReader(ctx context.Context, h engine.HostInfo, id string, pid int, log *slog.Logger) (engine.Reader, time.Duration, string)

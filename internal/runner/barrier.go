@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
@@ -44,13 +44,13 @@ const barrierWait = 20 * time.Second
 // barrierLanes are the lanes of each group that begin together: at the
 // group's start, neither a service nor its load (a service serves as soon
 // as it runs, and its load waits for it), two or more of them.
-func barrierLanes(plan experiments.Plan) map[int]bool {
+func barrierLanes(plan specs.Plan) map[int]bool {
 	out := map[int]bool{}
 	for _, group := range plan.Groups {
 		var in []int
 		for _, i := range group {
 			l := plan.Lanes[i]
-			if l.StartAt == 0 && l.Target < 0 && !l.Workload.Service() && l.Workload.Kind != experiments.KindLoad {
+			if l.StartAt == 0 && l.Target < 0 && !l.Workload.Service() && l.Workload.Kind != specs.KindLoad {
 				in = append(in, i)
 			}
 		}

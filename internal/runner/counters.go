@@ -2,7 +2,7 @@ package runner
 
 import (
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // LaneCounters is a running lane's last reading of its cgroup's
@@ -51,7 +51,7 @@ func CountersOf(r *Run) []LaneCounters {
 
 // cfsQuota is the CFS quota and period a lane's limits ask for: --cpus
 // over the default period, or --cpu-quota over its --cpu-period.
-func cfsQuota(r experiments.Resources) (quotaUs, periodUs int64) {
+func cfsQuota(r specs.Resources) (quotaUs, periodUs int64) {
 	periodUs = r.CPUPeriod
 	if periodUs == 0 {
 		periodUs = defaultCFSPeriodUs

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // scripted is a reader that gives its readings in turn.
@@ -21,8 +21,8 @@ func (s *scripted) Read() (engine.Counters, error) {
 // counters fell below the last makes no sample and is not the lane's last
 // reading, which its totals come from.
 func TestAReadingWhoseCountersFellIsDropped(t *testing.T) {
-	plan := experiments.Plan{Lanes: []experiments.PlannedLane{{Name: "a", Workload: experiments.Workload{Kind: experiments.KindSpin, Seconds: 1}, Target: -1}}}
-	r := New(&Env{}, "fell", "", experiments.Spec{}, plan)
+	plan := specs.Plan{Lanes: []specs.PlannedLane{{Name: "a", Workload: specs.Workload{Kind: specs.KindSpin, Seconds: 1}, Target: -1}}}
+	r := New(&Env{}, "fell", "", specs.Spec{}, plan)
 	start := time.Now()
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	rd := &scripted{readings: []engine.Counters{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/moby/moby/client"
 )
@@ -31,7 +32,7 @@ func TestWriteBandwidthLimit(t *testing.T) {
 	if v.State != runner.StateDone || l.ExitCode == nil || *l.ExitCode != 0 {
 		t.Fatalf("state %s, lane %+v", v.State, l)
 	}
-	want := experiments.DeviceRate{Path: host.DataRootDevice, Rate: 5 << 20}
+	want := specs.DeviceRate{Path: host.DataRootDevice, Rate: 5 << 20}
 	if l.Applied == nil || l.Applied.WriteBps != want {
 		t.Errorf("applied write bps %+v, want %+v (read back from inspect)", l.Applied, want)
 	}

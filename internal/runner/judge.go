@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // phasesLocked gives each lane its throughput and IOPS in every phase it
@@ -80,21 +81,21 @@ func (x *execution) phasesLocked() {
 // expect recomputes every running lane's expected cores from the lanes of
 // plan running now and their limits, on host h: the prediction follows the
 // run from each change on. Run.mu is held; the caller publishes the run.
-func (s *runState) expect(plan experiments.Plan, h experiments.ModelHost) {
+func (s *runState) expect(plan specs.Plan, h models.ModelHost) {
 	var running []*laneState
-	var demands []experiments.CPUDemand
+	var demands []models.CPUDemand
 	for i, l := range s.lanes {
 		l.expected = nil
 		if l.state == LaneRunning && l.applied != nil {
 			running = append(running, l)
-			demands = append(demands, experiments.DemandOn(plan.Lanes[i].Workload, *l.applied, h))
+			demands = append(demands, models.DemandOn(plan.Lanes[i].Workload, *l.applied, h))
 		}
 	}
-	for k, c := range experiments.Allot(demands, h.NCPU) {
+	for k, c := range models.Allot(demands, h.NCPU) {
 		running[k].expected = &c
 	}
 	for i, l := range s.lanes {
-		if plan.Lanes[i].Workload.Kind == experiments.KindMem {
+		if plan.Lanes[i].Workload.Kind == specs.KindMem {
 			l.expected = nil
 		}
 	}
@@ -105,9 +106,9 @@ func (s *runState) expect(plan experiments.Plan, h experiments.ModelHost) {
 func (x *execution) judgeLocked() {
 	r := x.r
 	lanes := r.st.lanes
-	out := make([]experiments.LaneOutcome, len(lanes))
+	out := make([]models.LaneOutcome, len(lanes))
 	for i, l := range lanes {
-		out[i] = experiments.LaneOutcome{Start: l.startedAt, Wall: l.wall, CPUSeconds: l.user + l.sys,
+		out[i] = models.LaneOutcome{Start: l.startedAt, Wall: l.wall, CPUSeconds: l.user + l.sys,
 			Completed: l.completed, Applied: l.atStart}
 	}
 	// The window in which every lane of a parallel run was running.
@@ -115,24 +116,24 @@ func (x *execution) judgeLocked() {
 	for _, l := range lanes {
 		from, to = max(from, l.startedAt), min(to, l.endedAt)
 	}
-	if r.plan.Mode == experiments.Parallel {
+	if r.plan.Mode == specs.Parallel {
 		for i := range out {
-			out[i].WindowCores = experiments.WindowMean(lanes[i].samples, from, to)
+			out[i].WindowCores = models.WindowMean(lanes[i].samples, from, to)
 		}
 	}
-	var changes []experiments.Change
+	var changes []models.Change
 	for _, c := range r.st.changes {
-		changes = append(changes, experiments.Change{At: c.AtSeconds, Lane: c.Lane, Applied: c.Applied})
+		changes = append(changes, models.Change{At: c.AtSeconds, Lane: c.Lane, Applied: c.Applied})
 	}
 	host := r.env.Host.ModelHost()
-	pred := experiments.Predict(r.plan, host, out, changes)
+	pred := models.Predict(r.plan, host, out, changes)
 	for i, p := range pred.Lanes {
 		if p.OK {
 			cores, wall := p.Cores, p.Wall
 			lanes[i].predictedCores, lanes[i].predictedWall = &cores, &wall
 		}
 	}
-	spec := r.plan.JudgedBy()
+	spec := models.JudgedBy(r.plan)
 	if spec == nil || r.st.state != StateDone {
 		return
 	}
@@ -140,32 +141,32 @@ func (x *execution) judgeLocked() {
 		r.st.verdict = &v
 		return
 	}
-	var v experiments.Verdict
+	var v models.Verdict
 	// The rows the verdict judges, with the lanes in each and the host's
 	// load there: read once, for the phases' prediction and the noise.
-	var judgedRows []experiments.NoisyRow
-	rows := func() []experiments.NoisyRow {
+	var judgedRows []models.NoisyRow
+	rows := func() []models.NoisyRow {
 		if judgedRows == nil {
 			judgedRows = x.noiseRowsLocked(spec.Metric, from, to)
 		}
 		return judgedRows
 	}
 	switch spec.Metric {
-	case experiments.MetricIOLimit, experiments.MetricPhaseRecovery, experiments.MetricIOShare:
-		v = experiments.JudgeIO(*spec, r.plan, ioOutcomesLocked(r, spec.Metric, rows), r.env.Host.Queue)
-	case experiments.MetricThrottling:
-		v = experiments.JudgeThrottling(*spec, r.plan, throttleOutcomesLocked(r), host.NCPU)
-	case experiments.MetricBurst:
-		v = experiments.JudgeBurst(*spec, r.plan, burstOutcomesLocked(r), host.NCPU)
-	case experiments.MetricRuntimes:
-		v, v.Runtimes = experiments.JudgeRuntimes(*spec, r.plan, runtimeLanesLocked(r),
-			experiments.RuntimeHost{NCPU: host.NCPU, MemTotal: r.env.Host.MemTotal, CgroupV2: host.CgroupV2})
+	case specs.MetricIOLimit, specs.MetricPhaseRecovery, specs.MetricIOShare:
+		v = models.JudgeIO(*spec, r.plan, ioOutcomesLocked(r, spec.Metric, rows), r.env.Host.Queue)
+	case specs.MetricThrottling:
+		v = models.JudgeThrottling(*spec, r.plan, throttleOutcomesLocked(r), host.NCPU)
+	case specs.MetricBurst:
+		v = models.JudgeBurst(*spec, r.plan, burstOutcomesLocked(r), host.NCPU)
+	case specs.MetricRuntimes:
+		v, v.Runtimes = models.JudgeRuntimes(*spec, r.plan, runtimeLanesLocked(r),
+			models.RuntimeHost{NCPU: host.NCPU, MemTotal: r.env.Host.MemTotal, CgroupV2: host.CgroupV2})
 	default:
-		v = experiments.Judge(*spec, r.plan, pred, out)
+		v = models.Judge(*spec, r.plan, pred, out)
 	}
 	// What a runtime believes it has does not depend on the host's load.
-	if x.load != nil && spec.Metric != experiments.MetricRuntimes {
-		v = experiments.JudgeNoise(v, host.NCPU, rows())
+	if x.load != nil && spec.Metric != specs.MetricRuntimes {
+		v = models.JudgeNoise(v, host.NCPU, rows())
 	}
 	if why := spec.ToleranceWhy; why != "" && v.Judged {
 		v.Explanation += " The lab's tolerance: " + why
@@ -176,19 +177,19 @@ func (x *execution) judgeLocked() {
 // ioOutcomesLocked are the lanes' block IO, and a CPU victim's rates by
 // phase, for a verdict of metric; rows are the rows it judges. r.mu is
 // held.
-func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow) []experiments.IOOutcome {
+func ioOutcomesLocked(r *Run, metric string, rows func() []models.NoisyRow) []models.IOOutcome {
 	lanes := r.st.lanes
-	io := make([]experiments.IOOutcome, len(lanes))
+	io := make([]models.IOOutcome, len(lanes))
 	var contended []float64
-	if r.plan.Mode == experiments.Parallel {
-		series := make([][]experiments.CoreSample, len(lanes))
+	if r.plan.Mode == specs.Parallel {
+		series := make([][]models.CoreSample, len(lanes))
 		for i, l := range lanes {
 			series[i] = l.samples
 		}
-		contended = experiments.ContendedIO(series, r.interval.Seconds()/2)
+		contended = models.ContendedIO(series, r.interval.Seconds()/2)
 	}
 	for i, l := range lanes {
-		io[i] = experiments.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
+		io[i] = models.IOOutcome{Completed: l.completed, Throughput: l.throughput, IOPS: l.iops}
 		if contended != nil {
 			io[i].WindowBps = contended[i]
 		}
@@ -207,14 +208,14 @@ func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow)
 			io[i].PhaseWork = append(io[i].PhaseWork, p.Throughput)
 		}
 	}
-	if metric == experiments.MetricPhaseRecovery && len(io) > 0 && !io[0].PhaseCores && len(r.st.changes) == 0 {
+	if metric == specs.MetricPhaseRecovery && len(io) > 0 && !io[0].PhaseCores && len(r.st.changes) == 0 {
 		io[0].PhaseDisk = diskLoadsLocked(r)
 	}
-	if metric == experiments.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
+	if metric == specs.MetricPhaseRecovery && len(io) > 0 && io[0].PhaseCores && len(r.st.changes) == 0 {
 		// The victim's CPU in each phase, as the model allots it
 		// among the lanes then running (a live change would move
 		// their limits within a phase: then it is not predicted).
-		io[0].PhasePredicted = experiments.PhaseShares(rows(), r.env.Host.ModelHost().NCPU)
+		io[0].PhasePredicted = models.PhaseShares(rows(), r.env.Host.ModelHost().NCPU)
 	}
 	return io
 }
@@ -222,9 +223,9 @@ func ioOutcomesLocked(r *Run, metric string, rows func() []experiments.NoisyRow)
 // diskLoadsLocked is, for each of the first lane's phases, the block IO
 // of every disk lane measured in it: their operations per second together
 // and the requests they keep in flight. r.mu is held.
-func diskLoadsLocked(r *Run) []experiments.DiskLoad {
+func diskLoadsLocked(r *Run) []models.DiskLoad {
 	lanes := r.st.lanes
-	loads := make([]experiments.DiskLoad, len(lanes[0].phases))
+	loads := make([]models.DiskLoad, len(lanes[0].phases))
 	for k, p := range lanes[0].phases {
 		var perDepth []float64
 		for i, l := range lanes {
@@ -241,21 +242,21 @@ func diskLoadsLocked(r *Run) []experiments.DiskLoad {
 				if i > 0 && pl.Workload.Depth > 0 { // the readers beside the victim
 					perDepth = append(perDepth, q.IOPS/float64(pl.Workload.Depth))
 				}
-				limit, _ := experiments.IOLimit(pl, r.env.Host.Queue)
+				limit, _ := models.IOLimit(pl, r.env.Host.Queue)
 				loads[k].Held = loads[k].Held || limit > 0 || pl.Resources.BlkioWeight > 0 || pl.Resources.BlkioWeightDevice.Path != ""
 			}
 		}
-		loads[k].Spread = experiments.ShareSpread(perDepth)
+		loads[k].Spread = models.ShareSpread(perDepth)
 	}
 	return loads
 }
 
 // throttleOutcomesLocked is what CFS counted of each lane. r.mu is held.
-func throttleOutcomesLocked(r *Run) []experiments.ThrottleOutcome {
+func throttleOutcomesLocked(r *Run) []models.ThrottleOutcome {
 	lanes := r.st.lanes
-	th := make([]experiments.ThrottleOutcome, len(lanes))
+	th := make([]models.ThrottleOutcome, len(lanes))
 	for i, l := range lanes {
-		th[i] = experiments.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
+		th[i] = models.ThrottleOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
 			Periods: l.totals.Periods, Throttled: l.totals.ThrottledPeriods, ThrottledNs: l.totals.ThrottledNs, Wall: l.wall}
 	}
 	// A service is throttled while it is loaded: its time is its
@@ -282,10 +283,10 @@ func throttleOutcomesLocked(r *Run) []experiments.ThrottleOutcome {
 
 // burstOutcomesLocked is what each lane measured for a verdict of bursts:
 // a service's throttled periods, a load's requests and p99. r.mu is held.
-func burstOutcomesLocked(r *Run) []experiments.BurstOutcome {
-	out := make([]experiments.BurstOutcome, len(r.st.lanes))
+func burstOutcomesLocked(r *Run) []models.BurstOutcome {
+	out := make([]models.BurstOutcome, len(r.st.lanes))
 	for i, l := range r.st.lanes {
-		out[i] = experiments.BurstOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
+		out[i] = models.BurstOutcome{Completed: l.exitCode != nil && *l.exitCode == 0 && !l.timedOut,
 			ThrottledPeriods: l.totals.ThrottledPeriods, CPUSeconds: l.user + l.sys}
 		if s := l.summary; s != nil {
 			out[i].Requests = int64(s.Done)
@@ -303,15 +304,15 @@ func burstOutcomesLocked(r *Run) []experiments.BurstOutcome {
 // lanes one after another, each alone in its own time; for phases, the
 // first lane in each of its phases beside the lanes running then. r.mu is
 // held.
-func (x *execution) noiseRowsLocked(metric string, from, to float64) []experiments.NoisyRow {
+func (x *execution) noiseRowsLocked(metric string, from, to float64) []models.NoisyRow {
 	r := x.r
 	h := r.env.Host.ModelHost()
 	lanes := r.st.lanes
-	demand := func(i int) experiments.CPUDemand {
-		return experiments.DemandOn(r.plan.Lanes[i].Workload, lanes[i].atStart, h)
+	demand := func(i int) models.CPUDemand {
+		return models.DemandOn(r.plan.Lanes[i].Workload, lanes[i].atStart, h)
 	}
-	row := func(name string, in []int, lane int, from, to float64) experiments.NoisyRow {
-		nr := experiments.NoisyRow{Name: name}
+	row := func(name string, in []int, lane int, from, to float64) models.NoisyRow {
+		nr := models.NoisyRow{Name: name}
 		for _, i := range in {
 			if i == lane {
 				nr.Lane = len(nr.Lanes)
@@ -321,9 +322,9 @@ func (x *execution) noiseRowsLocked(metric string, from, to float64) []experimen
 		nr.Foreign, nr.Steal = meanLoad(r.st.host, from, to)
 		return nr
 	}
-	var rows []experiments.NoisyRow
+	var rows []models.NoisyRow
 	switch {
-	case metric == experiments.MetricPhaseRecovery && len(lanes) > 0:
+	case metric == specs.MetricPhaseRecovery && len(lanes) > 0:
 		for _, p := range lanes[0].phases {
 			mid := (p.FromSeconds + p.ToSeconds) / 2
 			var in []int
@@ -334,7 +335,7 @@ func (x *execution) noiseRowsLocked(metric string, from, to float64) []experimen
 			}
 			rows = append(rows, row(p.Name, in, 0, p.FromSeconds, p.ToSeconds))
 		}
-	case r.plan.Mode == experiments.Parallel:
+	case r.plan.Mode == specs.Parallel:
 		all := make([]int, len(lanes))
 		for i := range all {
 			all[i] = i
@@ -353,10 +354,10 @@ func (x *execution) noiseRowsLocked(metric string, from, to float64) []experimen
 // unjudgeable is the verdict of a run whose samples lack a signal its
 // metric needs: not judged, saying which and why, rather than judged on
 // what is not there.
-func unjudgeable(spec experiments.VerdictSpec, s engine.Sampling) (experiments.Verdict, bool) {
+func unjudgeable(spec specs.VerdictSpec, s engine.Sampling) (models.Verdict, bool) {
 	if need, why, lacks := s.LacksAny(spec.Needs()); lacks {
-		return experiments.Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance,
+		return models.Verdict{Metric: spec.Metric, Tolerance: spec.Tolerance,
 			Explanation: fmt.Sprintf("not judged: this verdict compares %s, which samples on this host lack (%s)", need, why)}, true
 	}
-	return experiments.Verdict{}, false
+	return models.Verdict{}, false
 }

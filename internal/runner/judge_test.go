@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 func TestVerdictsNeedingAMissingSignalAreNotJudged(t *testing.T) {
@@ -13,14 +13,14 @@ func TestVerdictsNeedingAMissingSignalAreNotJudged(t *testing.T) {
 	lacksPSI := engine.Sampling{Missing: []engine.Missing{{Signal: engine.SignalCPUPressure, Why: "cgroup v1"}}}
 	tests := []struct {
 		name    string
-		spec    experiments.VerdictSpec
+		spec    specs.VerdictSpec
 		s       engine.Sampling
 		blocked bool
 	}{
-		{"cpu metric without cpu samples", experiments.VerdictSpec{Metric: experiments.MetricCPU}, lacksCPU, true},
-		{"cpu metric without PSI", experiments.VerdictSpec{Metric: experiments.MetricCPU}, lacksPSI, false},
-		{"wall time: the workload's own account", experiments.VerdictSpec{Metric: experiments.MetricWallTime}, lacksCPU, false},
-		{"io limit: the workload's own rates", experiments.VerdictSpec{Metric: experiments.MetricIOLimit}, lacksCPU, false},
+		{"cpu metric without cpu samples", specs.VerdictSpec{Metric: specs.MetricCPU}, lacksCPU, true},
+		{"cpu metric without PSI", specs.VerdictSpec{Metric: specs.MetricCPU}, lacksPSI, false},
+		{"wall time: the workload's own account", specs.VerdictSpec{Metric: specs.MetricWallTime}, lacksCPU, false},
+		{"io limit: the workload's own rates", specs.VerdictSpec{Metric: specs.MetricIOLimit}, lacksCPU, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

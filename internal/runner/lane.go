@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // waitSlack is how long past its end a lane's exit is waited for: an
@@ -63,7 +63,7 @@ func (x *execution) runLane(ctx context.Context, i int, log *slog.Logger) {
 
 	lctx, lcancel := context.WithCancel(wctx)
 	defer lcancel()
-	foreign := r.plan.Lanes[i].Workload.Kind == experiments.KindImage
+	foreign := r.plan.Lanes[i].Workload.Kind == specs.KindImage
 	stderrc := make(chan []byte, 1)
 	// The log follower lives until the container's output ends (it
 	// exits), or until lcancel; it hands back what the lane wrote to
@@ -130,7 +130,7 @@ func (x *execution) startLane(ctx context.Context, i int, id string, start time.
 		kernel = &kv
 	}
 	var progress *engine.ProgressReader
-	foreign := pl.Workload.Kind == experiments.KindImage
+	foreign := pl.Workload.Kind == specs.KindImage
 	if r.env.Host.ReadsProgressFiles() && pid > 0 && !foreign {
 		progress = engine.OpenProgress(pid)
 	}
@@ -157,7 +157,7 @@ type ownWriter interface {
 // and its memory.high, through the reader of its cgroup files where the
 // server can write them; validation refuses them elsewhere
 // (engine.Capabilities' CPUBurst and MemoryHigh).
-func writeOwnLimits(rd engine.Reader, applied *experiments.Resources) error {
+func writeOwnLimits(rd engine.Reader, applied *specs.Resources) error {
 	if applied == nil || applied.CPUBurstUs == 0 && applied.MemoryHigh == 0 {
 		return nil
 	}
@@ -280,7 +280,7 @@ func (x *execution) awaitExit(ctx context.Context, i int, id string, start, bega
 	// ends with the run, whose duration counts from its start barrier
 	// where its lanes wait at one (began: runLane).
 	limit := r.plan.Duration
-	if r.plan.Mode == experiments.Parallel {
+	if r.plan.Mode == specs.Parallel {
 		limit = time.Until(began.Add(r.plan.Duration))
 	}
 	timer := time.NewTimer(limit)
@@ -355,7 +355,7 @@ func (x *execution) stopIdleService(i int, log *slog.Logger) {
 		}
 	}
 	id, running := r.st.lanes[t].id, r.st.lanes[t].state == LaneRunning
-	foreign := r.plan.Lanes[t].Workload.Kind == experiments.KindImage
+	foreign := r.plan.Lanes[t].Workload.Kind == specs.KindImage
 	if running {
 		r.st.lanes[t].asked = true
 	}

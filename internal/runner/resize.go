@@ -6,34 +6,34 @@ import (
 	"log/slog"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Resizer is a backend whose lanes change their resources in place while
 // they run: a pod's resize (kube.Pods). Resize asks for to, waits for
 // kubelet's word on it, and reports it.
 type Resizer interface {
-	Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
+	Resize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error)
 	// AwaitResize follows a resize Resize left in progress or deferred
 	// until kubelet settles it or ctx ends.
-	AwaitResize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error)
+	AwaitResize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error)
 }
 
 // resize is r.UpdateLimits for a pod lane: the change, in Docker flags that
 // translate exactly or in Kubernetes' words, is checked as the API server
-// and kubelet check a resize (experiments.ResolveResize), admitted, and
+// and kubelet check a resize (specs.ResolveResize), admitted, and
 // made through the pod's resize subresource. Done, it is the lane's new
 // limits, read back from the pod's status and its cgroup files; deferred or
 // still in progress, it is recorded with kubelet's message and the lane
 // keeps the limits it has; infeasible or failed, it is refused with
 // kubelet's reason and the pod's spec is put back.
-func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
+func resize(ctx context.Context, r *Run, rz Resizer, lane int, change specs.Limits, admit func(after []specs.Resources) error) (ChangeRecord, error) {
 	refuse := func(format string, args ...any) (ChangeRecord, error) {
-		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "resources", Message: fmt.Sprintf(format, args...)}}
+		return ChangeRecord{}, specs.Errors{{Lane: lane, Field: "resources", Message: fmt.Sprintf(format, args...)}}
 	}
 	r.mu.Lock()
 	_, current, err := r.st.laneLimits(r.plan, lane)
-	var pod *experiments.Pod
+	var pod *specs.Pod
 	var id string
 	if err == nil {
 		pod, id = r.st.lanes[lane].pod, r.st.lanes[lane].id
@@ -45,7 +45,7 @@ func resize(ctx context.Context, r *Run, rz Resizer, lane int, change experiment
 	if pod == nil {
 		return refuse("the lane is not a pod")
 	}
-	next, errs := experiments.ResolveResize(*pod, change, r.env.Experiments())
+	next, errs := specs.ResolveResize(*pod, change, r.env.Experiments())
 	if errs != nil {
 		for i := range errs {
 			errs[i].Lane = lane

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // followResize follows a resize that kubelet left in progress or deferred
@@ -15,7 +15,7 @@ import (
 // change's record says what it came to: done, its limits become the
 // lane's (and a guided step waiting for it counts it); refused, the pod's
 // spec is put back. It lives until then, and no longer than the run.
-func followResize(r *Run, rz Resizer, rec ChangeRecord, id string, from, next experiments.Pod) {
+func followResize(r *Run, rz Resizer, rec ChangeRecord, id string, from, next specs.Pod) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -36,8 +36,8 @@ func followResize(r *Run, rz Resizer, rec ChangeRecord, id string, from, next ex
 			log.Warn("put a refused resize back", slog.String("state", back.State), slog.Any("err", err))
 		}
 	}
-	var applied *experiments.Resources
-	var now *experiments.Pod
+	var applied *specs.Resources
+	var now *specs.Pod
 	if res.State == engine.ResizeDone {
 		p := res.Applied
 		p.QoS, p.Cpuset = next.QoS, next.Cpuset
@@ -52,7 +52,7 @@ func followResize(r *Run, rz Resizer, rec ChangeRecord, id string, from, next ex
 // (found by its lane and time): kubelet's state and words, and when it
 // was done, the lane's limits and pod as applied, read back from its
 // cgroup files, from now on.
-func settled(r *Run, rec ChangeRecord, res engine.Resized, applied *experiments.Resources, pod *experiments.Pod) {
+func settled(r *Run, rec ChangeRecord, res engine.Resized, applied *specs.Resources, pod *specs.Pod) {
 	rd, kernel := readKernel(r, rec.Lane, applied, pod)
 	r.update(func(s *runState) {
 		at := time.Since(s.start).Seconds()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // slowKubelet resizes as a kubelet does that has not applied a resize
@@ -17,11 +18,11 @@ type slowKubelet struct {
 	settle          chan struct{}
 }
 
-func (k *slowKubelet) Resize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
+func (k *slowKubelet) Resize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error) {
 	return engine.Resized{State: engine.ResizeInProgress, Message: "kubelet is slow", Command: "kubectl patch pod " + id}, nil
 }
 
-func (k *slowKubelet) AwaitResize(ctx context.Context, id string, to experiments.Pod) (engine.Resized, error) {
+func (k *slowKubelet) AwaitResize(ctx context.Context, id string, to specs.Pod) (engine.Resized, error) {
 	k.awaited.Add(1)
 	select {
 	case <-k.settle:
@@ -35,9 +36,9 @@ func (k *slowKubelet) AwaitResize(ctx context.Context, id string, to experiments
 // podRun is a run of one pod lane, running, with limits.cpu 500m.
 func podRun(t *testing.T) *Run {
 	t.Helper()
-	spec := experiments.Spec{Name: "pod", Lanes: []experiments.Lane{{Name: "svc", Workload: experiments.Workload{Kind: experiments.KindSpin, Seconds: 1},
-		Resources: &experiments.PodResources{Requests: experiments.PodResourceList{CPU: "250m"}, Limits: experiments.PodResourceList{CPU: "500m"}}}}}
-	host := experiments.Host{NCPU: 2, Kubernetes: true, Unsupported: map[string]string{}}
+	spec := specs.Spec{Name: "pod", Lanes: []specs.Lane{{Name: "svc", Workload: specs.Workload{Kind: specs.KindSpin, Seconds: 1},
+		Resources: &specs.PodResources{Requests: specs.PodResourceList{CPU: "250m"}, Limits: specs.PodResourceList{CPU: "500m"}}}}}
+	host := specs.Host{NCPU: 2, Kubernetes: true, Unsupported: map[string]string{}}
 	plan, errs := experiments.Validate(spec, host)
 	if errs != nil {
 		t.Fatal(errs)
@@ -58,7 +59,7 @@ func podRun(t *testing.T) *Run {
 func TestAResizeInProgressIsFollowedToItsEnd(t *testing.T) {
 	r := podRun(t)
 	k := &slowKubelet{settle: make(chan struct{})}
-	change := experiments.Limits{Resources: &experiments.PodResources{Limits: experiments.PodResourceList{CPU: "1500m"}}}
+	change := specs.Limits{Resources: &specs.PodResources{Limits: specs.PodResourceList{CPU: "1500m"}}}
 	rec, err := resize(context.Background(), r, k, 0, change, nil)
 	if err != nil {
 		t.Fatal(err)

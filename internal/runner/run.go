@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/hub"
 )
 
@@ -54,11 +54,11 @@ type Env struct {
 
 // Experiments is what validation needs of the engine's host, with the
 // server's default memory.
-func (e *Env) Experiments() experiments.Host { return Experiments(e.Host, e.DefaultMemory) }
+func (e *Env) Experiments() specs.Host { return Experiments(e.Host, e.DefaultMemory) }
 
 // Experiments is what validation needs of host, on a server whose lanes
 // that set no memory limit get defaultMemory.
-func Experiments(host engine.HostInfo, defaultMemory int64) experiments.Host {
+func Experiments(host engine.HostInfo, defaultMemory int64) specs.Host {
 	h := host.Experiments()
 	h.DefaultMemory = defaultMemory
 	return h
@@ -76,9 +76,9 @@ const DefaultInterval = 250 * time.Millisecond
 // MinInterval and MaxInterval bound the sampling interval, a multiple of
 // IntervalStep.
 const (
-	MinInterval  = experiments.MinInterval
-	MaxInterval  = experiments.MaxInterval
-	IntervalStep = experiments.IntervalStep
+	MinInterval  = specs.MinInterval
+	MaxInterval  = specs.MaxInterval
+	IntervalStep = specs.IntervalStep
 )
 
 func (e *Env) interval() time.Duration {
@@ -109,8 +109,8 @@ type Run struct {
 	env         *Env
 	id          string
 	participant string
-	spec        experiments.Spec
-	plan        experiments.Plan
+	spec        specs.Spec
+	plan        specs.Plan
 	host        string // the host in a few words, as the run records it
 	engine      string // the pool's engine it runs on, once assigned
 	statsNote   string
@@ -127,7 +127,7 @@ type Run struct {
 }
 
 // New makes a queued run of a validated plan.
-func New(env *Env, id, participant string, spec experiments.Spec, plan experiments.Plan) *Run {
+func New(env *Env, id, participant string, spec specs.Spec, plan specs.Plan) *Run {
 	r := &Run{env: env, id: id, participant: participant, spec: spec, plan: plan, host: env.Host.Describe(),
 		interval: env.interval(), bounds: plan.PhaseBounds(), hub: hub.New(0), done: make(chan struct{})}
 	r.pub = &publisher{id: id, hub: r.hub, recorder: env.Recorder}
@@ -150,7 +150,7 @@ func New(env *Env, id, participant string, spec experiments.Spec, plan experimen
 // such as the device "auto", is that engine's): it records that engine's
 // host and runs there when executed. It is called before Execute, and the
 // plan has the lanes the run was made with.
-func (r *Run) Assign(env *Env, name string, plan experiments.Plan) {
+func (r *Run) Assign(env *Env, name string, plan specs.Plan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.env, r.engine, r.host, r.statsNote, r.plan = env, name, env.Host.Describe(), "", plan
@@ -178,7 +178,7 @@ func (r *Run) ID() string { return r.id }
 func (r *Run) Participant() string { return r.participant }
 
 // Plan is the validated plan the run carries out.
-func (r *Run) Plan() experiments.Plan {
+func (r *Run) Plan() specs.Plan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.plan

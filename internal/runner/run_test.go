@@ -12,7 +12,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
@@ -179,7 +179,7 @@ func TestDurationKillsLane(t *testing.T) {
 func TestReapRemovesLeftovers(t *testing.T) {
 	eng, image, _ := realEngine(t)
 	ctx := context.Background()
-	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
+	plan := specs.PlannedLane{Name: "x", Workload: specs.Workload{Kind: "spin", Threads: 1, Seconds: 1}}
 	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "leftover", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +199,8 @@ func TestReapRemovesLeftovers(t *testing.T) {
 func TestContainerIsHardened(t *testing.T) {
 	eng, image, _ := realEngine(t)
 	ctx := context.Background()
-	plan := experiments.PlannedLane{Name: "x", Workload: experiments.Workload{Kind: "spin", Threads: 1, Seconds: 1},
-		Resources: experiments.Resources{Memory: 64 << 20}}
+	plan := specs.PlannedLane{Name: "x", Workload: specs.Workload{Kind: "spin", Threads: 1, Seconds: 1},
+		Resources: specs.Resources{Memory: 64 << 20}}
 	res, err := eng.ContainerCreate(ctx, engine.CreateOptions("", "hardened", 0, plan, image, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +220,8 @@ func TestContainerIsHardened(t *testing.T) {
 	if len(hc.SecurityOpt) != 1 || hc.SecurityOpt[0] != "no-new-privileges" {
 		t.Errorf("security-opt %v", hc.SecurityOpt)
 	}
-	if hc.PidsLimit == nil || *hc.PidsLimit != experiments.DefaultPidsLimit {
-		t.Errorf("pids limit %v, want %d", hc.PidsLimit, experiments.DefaultPidsLimit)
+	if hc.PidsLimit == nil || *hc.PidsLimit != specs.DefaultPidsLimit {
+		t.Errorf("pids limit %v, want %d", hc.PidsLimit, specs.DefaultPidsLimit)
 	}
 	if ins.Container.Config.Labels[engine.LabelRun] != "hardened" || ins.Container.Config.User != engine.WorkloadUser {
 		t.Errorf("labels %v user %q", ins.Container.Config.Labels, ins.Container.Config.User)

@@ -3,7 +3,8 @@ package runner
 import (
 	"fmt"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
@@ -16,7 +17,7 @@ const changeSettles = 1.5
 // pass the same checks the workload made (a container's output reaches no
 // page unchecked); a lane of another kind keeps none. r.mu is held.
 func (l *laneState) keepRuntimes(kind string, rounds []wire.RuntimeRound) {
-	if kind != experiments.KindRuntimes || len(rounds) == 0 {
+	if kind != specs.KindRuntimes || len(rounds) == 0 {
 		return
 	}
 	if err := wire.CheckRuntimeRounds(rounds); err != nil {
@@ -32,8 +33,8 @@ func (l *laneState) keepRuntimes(kind string, rounds []wire.RuntimeRound) {
 // limits in force when it began. A round that began less than
 // changeSettles after a live change of its lane, or before a change that
 // came while it ran, is not judged. r.mu is held.
-func runtimeLanesLocked(r *Run) []experiments.RuntimeLane {
-	out := make([]experiments.RuntimeLane, len(r.st.lanes))
+func runtimeLanesLocked(r *Run) []models.RuntimeLane {
+	out := make([]models.RuntimeLane, len(r.st.lanes))
 	for i, l := range r.st.lanes {
 		if len(l.runtimes) == 0 {
 			out[i].Why = "no round of reports"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -34,7 +34,7 @@ func TestRuntimeCPUsLab(t *testing.T) {
 	})
 	// A round takes a few seconds; the change leaves several after it.
 	time.Sleep(4 * time.Second)
-	rec, err := m.UpdateLimits(context.Background(), r.ID(), live, experiments.Limits{CPUs: "0.5"})
+	rec, err := m.UpdateLimits(context.Background(), r.ID(), live, specs.Limits{CPUs: "0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
@@ -176,7 +176,7 @@ func (l *laneState) record(j *sampleJob, start time.Time, phased bool, jit *jitt
 		if waited {
 			s.Wait, s.WaitOver = &wait, waitOver
 		}
-		cs := experiments.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
+		cs := models.CoreSample{T: s.T, DT: s.DT, Cores: s.CPU, IOBps: s.IOBytesPerS(),
 			Periods: float64(s.Periods), ThrottledPeriods: float64(s.ThrottledPeriods), ThrottledMs: s.ThrottledMs(), MemBytes: s.MemBytes(),
 			GOMAXPROCS: float64(s.GOMAXPROCS)}
 		if s.LatencyMs != nil {

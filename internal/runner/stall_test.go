@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
@@ -37,14 +37,14 @@ func TestALaneWhoseReportsStopSaysSo(t *testing.T) {
 	if !s.Stalled || s.Throughput != 0 || s.LatencyMs != nil {
 		t.Errorf("6 s after the last report: stalled %v, throughput %v, latency %v; want no figure, stalled", s.Stalled, s.Throughput, s.LatencyMs)
 	}
-	if v := l.result(0, experiments.PlannedLane{Name: "load"}); v.ProgressStoppedAt != 32 {
+	if v := l.result(0, specs.PlannedLane{Name: "load"}); v.ProgressStoppedAt != 32 {
 		t.Errorf("the lane says its reports stopped at %v s, want 32", v.ProgressStoppedAt)
 	}
 	l.progressed(wire.Progress{Rate: 180})
 	if s := read(38500 * time.Millisecond); s.Stalled || s.Throughput != 180 {
 		t.Errorf("reports again: stalled %v, throughput %v", s.Stalled, s.Throughput)
 	}
-	if v := l.result(0, experiments.PlannedLane{Name: "load"}); v.ProgressStoppedAt != 0 {
+	if v := l.result(0, specs.PlannedLane{Name: "load"}); v.ProgressStoppedAt != 0 {
 		t.Errorf("reports came again, yet the lane says they stopped at %v s", v.ProgressStoppedAt)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // createAll creates every lane's container and reads back what the engine
@@ -39,7 +39,7 @@ func (x *execution) createAll(ctx context.Context) bool {
 			r.mu.Unlock()
 		}
 		image := r.env.Image
-		if l.Workload.Kind == experiments.KindRuntimes {
+		if l.Workload.Kind == specs.KindRuntimes {
 			image = r.env.Host.RuntimesImage
 		}
 		c, err := r.env.backend().Create(engineCtx, engine.NewLane{Instance: r.env.Instance, RunID: r.id, Index: i, Lane: l,

@@ -4,7 +4,8 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
@@ -79,7 +80,7 @@ type runState struct {
 	lanes     []*laneState
 	changes   []ChangeRecord
 	events    []EventRecord
-	verdict   *experiments.Verdict
+	verdict   *models.Verdict
 	guide     guide
 	jitter    jitter // the samples' interval errors
 	// host is the host's load at each tick, where it is read; quiet the
@@ -105,11 +106,11 @@ func (l *laneState) move(next LaneState) bool {
 type laneState struct {
 	state     LaneState
 	id        string // the container's full id, once created
-	applied   *experiments.Resources
-	atStart   experiments.Resources // what the engine applied at creation; applied follows live changes
+	applied   *specs.Resources
+	atStart   specs.Resources // what the engine applied at creation; applied follows live changes
 	dockerRun string
 	manifest  string             // a pod's YAML
-	pod       *experiments.Pod   // a pod's resources now: the plan's, then each resize's
+	pod       *specs.Pod         // a pod's resources now: the plan's, then each resize's
 	kernel    *engine.KernelView // the limits' cgroup files, read back while it runs
 	warnings  []string
 	source    string // where its counters come from
@@ -155,7 +156,7 @@ type laneState struct {
 	lastRead time.Time
 	prev     engine.Counters
 	hasPrev  bool
-	samples  []experiments.CoreSample
+	samples  []models.CoreSample
 	phased   []engine.Sample // every sample after the first report, when the run has phases
 
 	// The log follower's: the workload's last progress line.

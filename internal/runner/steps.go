@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Step states, in the order a step goes through them.
@@ -34,10 +35,10 @@ type StepView struct {
 	Hint   string `json:"hint,omitempty"`
 	// Change is the live change the step asks for, as the docker CLI
 	// would be given it, and its lane and limits for the page's button.
-	Change       string              `json:"change,omitempty"`
-	ChangeLane   int                 `json:"change_lane"`
-	ChangeLimits *experiments.Limits `json:"change_limits,omitempty"`
-	Changed      bool                `json:"changed,omitempty"`
+	Change       string        `json:"change,omitempty"`
+	ChangeLane   int           `json:"change_lane"`
+	ChangeLimits *specs.Limits `json:"change_limits,omitempty"`
+	Changed      bool          `json:"changed,omitempty"`
 	// Check is the step's check in words.
 	Check  string  `json:"check,omitempty"`
 	Metric string  `json:"metric,omitempty"`
@@ -61,9 +62,9 @@ func valueText(metric string, full bool, value float64) string {
 	switch {
 	case !full:
 		return ""
-	case metric == experiments.CheckThrottled:
+	case metric == specs.CheckThrottled:
 		return fmt.Sprintf("(now %.0f%%)", 100*value)
-	case metric == experiments.CheckThrottledMs:
+	case metric == specs.CheckThrottledMs:
 		return fmt.Sprintf("(now %.3g ms/s)", value)
 	}
 	return fmt.Sprintf("(now %.3g)", value)
@@ -78,7 +79,7 @@ type guide struct {
 
 // newGuide readies a guided run's steps: the first is active from the
 // start.
-func newGuide(plan experiments.Plan) guide {
+func newGuide(plan specs.Plan) guide {
 	g := guide{steps: experiments.ResolveSteps(plan.Steps, plan)}
 	g.states = make([]stepState, len(g.steps))
 	for i := range g.states {
@@ -109,7 +110,7 @@ func (g *guide) advance(lanes []*laneState, now float64) bool {
 		}
 		if rs.Check != nil {
 			lane := lanes[rs.CheckLane]
-			full, value, holds := rs.Check.Eval(lane.samples, st.since, lane.state.Over())
+			full, value, holds := experiments.EvalCheck(*rs.Check, lane.samples, st.since, lane.state.Over())
 			if full != st.full || holds != st.holds {
 				moved = true
 			}
@@ -126,7 +127,7 @@ func (g *guide) advance(lanes []*laneState, now float64) bool {
 // changed notes a live change of a lane at run time at: the active step's
 // change is made if the lane's limits now include it, and its check counts
 // samples from then on; a step with no check is done at once.
-func (g *guide) changed(lanes []*laneState, lane int, applied experiments.Resources, at float64) {
+func (g *guide) changed(lanes []*laneState, lane int, applied specs.Resources, at float64) {
 	for k := range g.states {
 		st := &g.states[k]
 		if st.state != StepActive {
@@ -178,7 +179,7 @@ func Unfinish(v *StepView) {
 
 // StepViews are a plan's steps as a run that has not begun them shows
 // them: the texts from the lab, every step waiting.
-func StepViews(plan experiments.Plan) []StepView {
+func StepViews(plan specs.Plan) []StepView {
 	return viewsOf(experiments.ResolveSteps(plan.Steps, plan))
 }
 

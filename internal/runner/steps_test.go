@@ -5,18 +5,19 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // A run that ends before its steps are done says of each why it was not:
 // the page must not keep a step "in progress" once nothing can tick it.
 func TestStepsUnfinishedAtTheEnd(t *testing.T) {
-	change := &experiments.StepChange{Lane: "svc", Limits: experiments.Limits{CPUs: "0.5"}}
-	check := &experiments.Check{Lane: "svc", Metric: experiments.CheckThrottled, Op: ">", Value: 0.3, Seconds: 5}
+	change := &specs.StepChange{Lane: "svc", Limits: specs.Limits{CPUs: "0.5"}}
+	check := &specs.Check{Lane: "svc", Metric: specs.CheckThrottled, Op: ">", Value: 0.3, Seconds: 5}
 	g := guide{
 		steps: []experiments.ResolvedStep{
-			{Step: experiments.Step{Prompt: "done"}, ChangeLane: -1, CheckLane: -1},
-			{Step: experiments.Step{Prompt: "never changed", Change: change}, ChangeLane: 0, CheckLane: -1},
-			{Step: experiments.Step{Prompt: "after it"}, ChangeLane: -1, CheckLane: -1},
+			{Step: specs.Step{Prompt: "done"}, ChangeLane: -1, CheckLane: -1},
+			{Step: specs.Step{Prompt: "never changed", Change: change}, ChangeLane: 0, CheckLane: -1},
+			{Step: specs.Step{Prompt: "after it"}, ChangeLane: -1, CheckLane: -1},
 		},
 		states: []stepState{{state: StepDone, doneAt: 1}, {state: StepActive}, {state: StepWaiting}},
 	}
@@ -43,7 +44,7 @@ func TestStepsUnfinishedAtTheEnd(t *testing.T) {
 		{stepState{state: StepActive}, "Not judged: "},
 		{stepState{state: StepActive, full: true, value: 0.12}, "Did not hold: the check was still false when the run ended (now 12%)."},
 	} {
-		g := guide{steps: []experiments.ResolvedStep{{Step: experiments.Step{Prompt: "p", Check: check}, ChangeLane: -1, CheckLane: 0}}, states: []stepState{c.st}}
+		g := guide{steps: []experiments.ResolvedStep{{Step: specs.Step{Prompt: "p", Check: check}, ChangeLane: -1, CheckLane: 0}}, states: []stepState{c.st}}
 		v := g.views(true)[0]
 		if v.State != StepUnfinished || !strings.HasPrefix(v.Outcome, c.want) {
 			t.Errorf("%+v at the end: state %q, outcome %q, want %q", c.st, v.State, v.Outcome, c.want)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Errors of a live change that are not about its values.
@@ -19,7 +19,7 @@ var (
 // laneLimits is what a lane of plan asked for and what the engine applies
 // to it now, for checking a live change before it is made. Run.mu is
 // held.
-func (s *runState) laneLimits(plan experiments.Plan, lane int) (requested, applied experiments.Resources, err error) {
+func (s *runState) laneLimits(plan specs.Plan, lane int) (requested, applied specs.Resources, err error) {
 	if lane < 0 || lane >= len(s.lanes) {
 		return requested, applied, ErrNoLane
 	}
@@ -33,8 +33,8 @@ func (s *runState) laneLimits(plan experiments.Plan, lane int) (requested, appli
 // resources are the lanes of plan's limits now: what the engine applied,
 // where a lane's container exists, else what the lane asked for. Run.mu
 // is held.
-func (s *runState) resources(plan experiments.Plan) []experiments.Resources {
-	out := make([]experiments.Resources, len(s.lanes))
+func (s *runState) resources(plan specs.Plan) []specs.Resources {
+	out := make([]specs.Resources, len(s.lanes))
 	for i, l := range s.lanes {
 		out[i] = plan.Lanes[i].Resources
 		if l.applied != nil {
@@ -47,7 +47,7 @@ func (s *runState) resources(plan experiments.Plan) []experiments.Resources {
 // Updater is a backend whose lanes' limits change in place through the
 // engine's container update: engine.Docker.
 type Updater interface {
-	Update(ctx context.Context, id string, delta experiments.Resources) (engine.Updated, error)
+	Update(ctx context.Context, id string, delta specs.Resources) (engine.Updated, error)
 }
 
 // UpdateLimits changes a running lane's limits through the engine's
@@ -56,9 +56,9 @@ type Updater interface {
 // the run's lanes may have the limits they would have after the change
 // (every lane's, the changed one's as it would be); its error refuses the
 // change. A change that fails validation, admit or the engine
-// leaves the lane as it was; the returned experiments.Errors say why, in
+// leaves the lane as it was; the returned specs.Errors say why, in
 // the engine's words where it gave them.
-func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Limits, admit func(after []experiments.Resources) error) (ChangeRecord, error) {
+func (r *Run) UpdateLimits(ctx context.Context, lane int, change specs.Limits, admit func(after []specs.Resources) error) (ChangeRecord, error) {
 	var up Updater
 	switch be := r.env.backend().(type) {
 	case Resizer:
@@ -66,7 +66,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	case Updater:
 		up = be
 	default:
-		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: "this run's engine changes no limits while a lane runs"}}
+		return ChangeRecord{}, specs.Errors{{Lane: lane, Field: "limits", Message: "this run's engine changes no limits while a lane runs"}}
 	}
 	r.mu.Lock()
 	requested, current, err := r.st.laneLimits(r.plan, lane)
@@ -78,7 +78,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	id := r.st.lanes[lane].id
 	r.mu.Unlock()
 	host := r.env.Host
-	delta, errs := experiments.ResolveChange(current, change, r.env.Experiments())
+	delta, errs := specs.ResolveChange(current, change, r.env.Experiments())
 	if errs != nil {
 		for i := range errs {
 			errs[i].Lane = lane
@@ -101,7 +101,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	}
 	upd, err := up.Update(ctx, id, delta)
 	if errors.Is(err, engine.ErrUpdateRefused) {
-		return ChangeRecord{}, experiments.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}
+		return ChangeRecord{}, specs.Errors{{Lane: lane, Field: "limits", Message: err.Error()}}
 	}
 	if err != nil {
 		return ChangeRecord{}, fmt.Errorf("runner: lane %d: %w", lane, err)
@@ -109,7 +109,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 	applied := upd.Applied
 	rec := ChangeRecord{
 		Lane: lane, Limits: change, Applied: applied, Warnings: upd.Warnings,
-		DockerUpdate: experiments.DockerUpdate(id[:min(12, len(id))], delta),
+		DockerUpdate: specs.DockerUpdate(id[:min(12, len(id))], delta),
 	}
 	return r.changed(rec, &applied, nil), nil
 }
@@ -119,7 +119,7 @@ func (r *Run) UpdateLimits(ctx context.Context, lane int, change experiments.Lim
 // reader reads the new memory limit in its next sample, and its kernel
 // view is read again, for a pod with pod; the guide's step and the
 // prediction follow.
-func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *experiments.Pod) ChangeRecord {
+func (r *Run) changed(rec ChangeRecord, applied *specs.Resources, pod *specs.Pod) ChangeRecord {
 	lane := rec.Lane
 	rd, kernel := readKernel(r, lane, applied, pod)
 	r.mu.Lock()
@@ -144,7 +144,7 @@ func (r *Run) changed(rec ChangeRecord, applied *experiments.Resources, pod *exp
 // readKernel reads back from a lane's cgroup files the limits it now has
 // (nil: none to read), and says which reader it read them through: the
 // lane keeps the view only while that reader is still its own.
-func readKernel(r *Run, lane int, applied *experiments.Resources, pod *experiments.Pod) (engine.Reader, *engine.KernelView) {
+func readKernel(r *Run, lane int, applied *specs.Resources, pod *specs.Pod) (engine.Reader, *engine.KernelView) {
 	r.mu.Lock()
 	rd := r.st.lanes[lane].reader
 	r.mu.Unlock()

@@ -7,23 +7,24 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // LaneResult is a lane as the API and the results table show it.
 type LaneResult struct {
-	Index     int                   `json:"index"`
-	Name      string                `json:"name"`
-	Workload  experiments.Workload  `json:"workload"`
-	Unit      string                `json:"unit"`
-	State     LaneState             `json:"state"`
-	Container string                `json:"container,omitempty"`
-	Requested experiments.Resources `json:"requested"`
+	Index     int             `json:"index"`
+	Name      string          `json:"name"`
+	Workload  specs.Workload  `json:"workload"`
+	Unit      string          `json:"unit"`
+	State     LaneState       `json:"state"`
+	Container string          `json:"container,omitempty"`
+	Requested specs.Resources `json:"requested"`
 	// Applied is read back from the engine after the container is created,
 	// and again after each live change.
-	Applied  *experiments.Resources `json:"applied,omitempty"`
-	CPULimit float64                `json:"cpu_limit"`
+	Applied  *specs.Resources `json:"applied,omitempty"`
+	CPULimit float64          `json:"cpu_limit"`
 	// ChartLimits are the limits now in force, in the charts' units;
 	// Flags are those a live change can make, as the docker CLI spells
 	// them (the controls show them); Disk and Load say what the workload
@@ -42,8 +43,8 @@ type LaneResult struct {
 	DockerRun         string  `json:"docker_run,omitempty"`
 	// Pod is the lane's resources in Kubernetes' words and its QoS class,
 	// and PodYAML the pod the server made, on a Kubernetes engine.
-	Pod     *experiments.Pod `json:"pod,omitempty"`
-	PodYAML string           `json:"pod_yaml,omitempty"`
+	Pod     *specs.Pod `json:"pod,omitempty"`
+	PodYAML string     `json:"pod_yaml,omitempty"`
 	// Kernel is each cgroup file the applied limits write, read back from
 	// the running container at its start and after each live change.
 	Kernel   *engine.KernelView `json:"kernel,omitempty"`
@@ -112,12 +113,12 @@ type Phase struct {
 
 // ChangeRecord is a live limit change as the run keeps it.
 type ChangeRecord struct {
-	AtSeconds    float64               `json:"at_seconds"`
-	Lane         int                   `json:"lane"`
-	Limits       experiments.Limits    `json:"limits"`  // as asked
-	Applied      experiments.Resources `json:"applied"` // the lane's limits after, read back
-	DockerUpdate string                `json:"docker_update"`
-	Warnings     []string              `json:"warnings,omitempty"`
+	AtSeconds    float64         `json:"at_seconds"`
+	Lane         int             `json:"lane"`
+	Limits       specs.Limits    `json:"limits"`  // as asked
+	Applied      specs.Resources `json:"applied"` // the lane's limits after, read back
+	DockerUpdate string          `json:"docker_update"`
+	Warnings     []string        `json:"warnings,omitempty"`
 	// Resize is a pod lane's: its in-place resize as kubelet reports it.
 	Resize *ResizeRecord `json:"resize,omitempty"`
 }
@@ -127,13 +128,13 @@ type ChangeRecord struct {
 // with its message, the container's restarts after it, and the pod's
 // resources and QoS class as its status reports them applied.
 type ResizeRecord struct {
-	Requested experiments.PodResources `json:"requested"`
-	Command   string                   `json:"kubectl"`
-	State     string                   `json:"state"`
-	Message   string                   `json:"message,omitempty"`
-	Restarts  int32                    `json:"restarts"`
-	Applied   experiments.PodResources `json:"applied"`
-	QoS       string                   `json:"qos"`
+	Requested specs.PodResources `json:"requested"`
+	Command   string             `json:"kubectl"`
+	State     string             `json:"state"`
+	Message   string             `json:"message,omitempty"`
+	Restarts  int32              `json:"restarts"`
+	Applied   specs.PodResources `json:"applied"`
+	QoS       string             `json:"qos"`
 	// SettledAt is when kubelet settled a resize it had left in progress
 	// or deferred when the change was answered (run seconds; 0: it was
 	// settled then, or never).
@@ -152,13 +153,13 @@ type EventRecord struct {
 // RunView is a run as the API shows it: a snapshot built from the run's
 // state when asked.
 type RunView struct {
-	ID       string           `json:"id"`
-	Lab      string           `json:"lab,omitempty"`
-	Name     string           `json:"name"`
-	Spec     experiments.Spec `json:"spec"`
-	Mode     experiments.Mode `json:"mode"`
-	Duration float64          `json:"duration_seconds"`
-	State    State            `json:"state"`
+	ID       string     `json:"id"`
+	Lab      string     `json:"lab,omitempty"`
+	Name     string     `json:"name"`
+	Spec     specs.Spec `json:"spec"`
+	Mode     specs.Mode `json:"mode"`
+	Duration float64    `json:"duration_seconds"`
+	State    State      `json:"state"`
 	// Ended says whether State is final, so that pages need not know the
 	// list of final states.
 	Ended bool   `json:"ended"`
@@ -191,7 +192,7 @@ type RunView struct {
 	PhaseBounds []float64 `json:"phase_bounds,omitempty"`
 	// Verdict compares the model's prediction with the measurement, once
 	// the run is done.
-	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	Verdict *models.Verdict `json:"verdict,omitempty"`
 	// VerdictMetric is what the run's verdict will judge (its lab's, or
 	// the default's), known before it is judged: the run page draws the
 	// charts that carry it first.
@@ -254,11 +255,11 @@ func startView(lanes []*laneState) *StartView {
 
 // viewLocked builds the run's view from its state; r.mu is held.
 // verdictMetric is the metric a plan's verdict judges; "" without one.
-func verdictMetric(p experiments.Plan) string {
+func verdictMetric(p specs.Plan) string {
 	if len(p.Lanes) == 0 {
 		return ""
 	}
-	if spec := p.JudgedBy(); spec != nil {
+	if spec := models.JudgedBy(p); spec != nil {
 		return spec.Metric
 	}
 	return ""
@@ -300,11 +301,11 @@ func (r *Run) viewLocked() RunView {
 }
 
 // result is the lane's part of the view; pl is its plan.
-func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
+func (l *laneState) result(i int, pl specs.PlannedLane) LaneResult {
 	lv := LaneResult{
 		Index: i, Name: pl.Name, Workload: pl.Workload, Unit: pl.Workload.Unit(), State: l.state,
 		Requested: pl.Resources, CPULimit: pl.Resources.CPULimit(), Applied: l.applied, DockerRun: l.dockerRun, Pod: cmp.Or(l.pod, pl.Pod), PodYAML: l.manifest, Kernel: l.kernel,
-		Warnings: l.warnings, Modelled: pl.Workload.Modelled(), StartedAt: l.startedAt, EndedAt: l.endedAt,
+		Warnings: l.warnings, Modelled: models.Modelled(pl.Workload), StartedAt: l.startedAt, EndedAt: l.endedAt,
 		WallSeconds: l.wall, UserSeconds: l.user, SysSeconds: l.sys, Throughput: l.throughput, IOPS: l.iops,
 		ExitCode: l.exitCode, OOMKilled: l.oomKilled, TimedOut: l.timedOut, StatsSource: l.source, Error: l.err,
 		ExpectedCores: l.expected, Phases: l.phases, PredictedCores: l.predictedCores, PredictedWallSeconds: l.predictedWall,
@@ -327,14 +328,14 @@ func (l *laneState) result(i int, pl experiments.PlannedLane) LaneResult {
 	if lv.Pod != nil {
 		lv.Flags = podFlags(*lv.Pod)
 	}
-	lv.Disk, lv.Load = pl.Workload.Disk(), pl.Workload.Kind == experiments.KindLoad
-	if lv.Service = pl.Workload.Kind == experiments.KindHTTP; lv.Service {
+	lv.Disk, lv.Load = pl.Workload.Disk(), pl.Workload.Kind == specs.KindLoad
+	if lv.Service = pl.Workload.Kind == specs.KindHTTP; lv.Service {
 		lv.GOMAXPROCS = l.gomaxprocs
 	}
 	lv.Runtimes = l.runtimes
 	if s := l.summary; s != nil {
 		lv.Result, lv.Failure = s.Result, s.Failure
-		if pl.Workload.Kind == experiments.KindLoad {
+		if pl.Workload.Kind == specs.KindLoad {
 			lv.Requests, lv.Failures, lv.RPS, lv.LatencyMs = int64(s.Done), s.Failures, s.Throughput, s.Latency
 		}
 	}
@@ -404,17 +405,17 @@ type ChartLimits struct {
 	Pids       float64 `json:"pids"`
 }
 
-func chartLimits(r experiments.Resources) ChartLimits {
+func chartLimits(r specs.Resources) ChartLimits {
 	return ChartLimits{CPU: r.CPULimit(), MemMiB: float64(r.Memory) / engine.MiB,
 		ReadMiBs: float64(r.ReadBps.Rate) / engine.MiB, WriteMiBs: float64(r.WriteBps.Rate) / engine.MiB,
 		IORequests: float64(r.ReadIOps.Rate + r.WriteIOps.Rate), Pids: float64(r.PidsLimit)}
 }
 
-// liveFlags are the flags a live change can make (experiments.LiveFields)
+// liveFlags are the flags a live change can make (specs.LiveFields)
 // as r holds them, in the docker CLI's syntax; a flag not set is "".
-func liveFlags(r experiments.Resources) map[string]string {
+func liveFlags(r specs.Resources) map[string]string {
 	out := map[string]string{}
-	for _, f := range experiments.LiveFields {
+	for _, f := range specs.LiveFields {
 		out[f] = ""
 	}
 	for _, f := range r.Flags() {
@@ -427,7 +428,7 @@ func liveFlags(r experiments.Resources) map[string]string {
 
 // podFlags are a pod lane's resources a resize can change, as the
 // controls name them: "resources.limits.cpu" and the like.
-func podFlags(p experiments.Pod) map[string]string {
+func podFlags(p specs.Pod) map[string]string {
 	r := p.Requested()
 	return map[string]string{
 		"resources.requests.cpu": string(r.Requests.CPU), "resources.limits.cpu": string(r.Limits.CPU),

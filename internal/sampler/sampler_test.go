@@ -17,7 +17,7 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/sampler"
 )
 
@@ -102,8 +102,8 @@ func TestSamplerRefusesBadRequests(t *testing.T) {
 func spinning(t *testing.T) (string, int) {
 	t.Helper()
 	eng, image, _ := enginetest.Engine(t)
-	lane := experiments.PlannedLane{Workload: experiments.Workload{Kind: experiments.KindSpin, Threads: 1, Seconds: 20},
-		Resources: experiments.Resources{NanoCPUs: 5e8}, Target: -1}
+	lane := specs.PlannedLane{Workload: specs.Workload{Kind: specs.KindSpin, Threads: 1, Seconds: 20},
+		Resources: specs.Resources{NanoCPUs: 5e8}, Target: -1}
 	c, pid := enginetest.StartLane(t, eng, image, "sampler-"+strings.ToLower(t.Name()), lane)
 	return c.ID, pid
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -16,7 +16,7 @@ import (
 type changes struct{ m *Manager }
 
 // UpdateLimits changes a running lane's limits (see runner.Run.UpdateLimits).
-func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, change experiments.Limits) (runner.ChangeRecord, error) {
+func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, change specs.Limits) (runner.ChangeRecord, error) {
 	m := c.m
 	// Only a run in memory can be running: an ended one is not loaded
 	// from the store just to say so.
@@ -27,8 +27,8 @@ func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, chang
 		}
 		return runner.ChangeRecord{}, fmt.Errorf("%w %q", ErrNoRun, runID)
 	}
-	var admitted []experiments.Resources
-	rec, err := e.run.UpdateLimits(ctx, lane, change, func(after []experiments.Resources) error {
+	var admitted []specs.Resources
+	rec, err := e.run.UpdateLimits(ctx, lane, change, func(after []specs.Resources) error {
 		admitted = after
 		return c.admit(e, lane, after)
 	})
@@ -46,13 +46,13 @@ func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, chang
 // is checked: against the participant's quotas over their other queued and
 // running runs, the host's over the other running runs, and the host's
 // memory, which no run's lanes may ask for more than in all.
-func (c changes) admit(e *entry, lane int, after []experiments.Resources) error {
+func (c changes) admit(e *entry, lane int, after []specs.Resources) error {
 	m := c.m
 	plan := withResources(e.run.Plan(), after)
 	host := c.hostOf(e)
 	a := askOf(plan, host.NCPU)
 	if total := host.MemTotal; total > 0 && a.memory > total {
-		return experiments.Errors{{Lane: lane, Field: "memory", Message: fmt.Sprintf(
+		return specs.Errors{{Lane: lane, Field: "memory", Message: fmt.Sprintf(
 			"the run's lanes would ask for %s of memory in all, more than the host's %s", units.BytesSize(float64(a.memory)), units.BytesSize(float64(total)))}}
 	}
 	m.mu.Lock()

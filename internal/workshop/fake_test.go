@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/limitlab/limitlab/internal/enginetest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/limitlab/limitlab/internal/enginetest"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
 	"github.com/limitlab/limitlab/internal/experiments"
@@ -309,7 +311,7 @@ func refusedImports(mutate func(func(e *workshop.Export)) workshop.Export) []ref
 		}), "lane 7"},
 		{"an unknown message", mutate(func(e *workshop.Export) { e.Stream = append(e.Stream, json.RawMessage(`{"type":"x"}`)) }), "unknown type"},
 		{"a change to a lane it lacks", mutate(func(e *workshop.Export) {
-			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 9, Limits: experiments.Limits{CPUs: "1"}})
+			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 9, Limits: specs.Limits{CPUs: "1"}})
 		}), "lane 9"},
 		{"an event on a lane it lacks", mutate(func(e *workshop.Export) {
 			e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 5, Kind: "oom"})
@@ -317,7 +319,7 @@ func refusedImports(mutate func(func(e *workshop.Export)) workshop.Export) []ref
 		{"an event of no kind the engine has", mutate(func(e *workshop.Export) { e.Run.Events = append(e.Run.Events, runner.EventRecord{Lane: 0, Kind: "x"}) }), `"x"`},
 		{"a lane name past the spec's limit", mutate(func(e *workshop.Export) { e.Run.Spec.Lanes[0].Name = strings.Repeat("n", 65) }), "at most 64"},
 		{"applied limits with a shell in a device path", mutate(func(e *workshop.Export) {
-			e.Run.Lanes[0].Applied.ReadBps = experiments.DeviceRate{Path: "/dev/sda;reboot", Rate: 1}
+			e.Run.Lanes[0].Applied.ReadBps = specs.DeviceRate{Path: "/dev/sda;reboot", Rate: 1}
 		}), "device path"},
 		{"a lane state that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].State = "hacked" }), "hacked"},
 		{"a container id that is not one", mutate(func(e *workshop.Export) { e.Run.Lanes[0].Container = "$(reboot)" }), "container"},
@@ -335,7 +337,7 @@ func refusedImports(mutate func(func(e *workshop.Export)) workshop.Export) []ref
 			e.Stream = append(e.Stream, json.RawMessage(`{"type":"samples","samples":[`+strings.Repeat(`{"lane":0},`, 200_000)+`{"lane":0}]}`))
 		}), "larger than the 1024 KiB a message may be"},
 		{"a resize of a container", mutate(func(e *workshop.Export) {
-			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 0, Limits: experiments.Limits{CPUs: "1"},
+			e.Run.Changes = append(e.Run.Changes, runner.ChangeRecord{Lane: 0, Limits: specs.Limits{CPUs: "1"},
 				Resize: &runner.ResizeRecord{State: "Done", QoS: "Burstable", Command: "kubectl delete ns kube-system"}})
 		}), "not a pod"},
 	}
@@ -360,17 +362,17 @@ func TestFakeLiveChangesKeepToQuotas(t *testing.T) {
 	}
 	ctx := context.Background()
 	var q *workshop.QuotaError
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{CPUs: "2"}); !errors.As(err, &q) || q.Limit != "cpus" || q.Lane != 0 {
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "2"}); !errors.As(err, &q) || q.Limit != "cpus" || q.Lane != 0 {
 		t.Errorf("a change to --cpus 2 over a 1-CPU quota: %v", err)
 	}
-	var verrs experiments.Errors
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{Memory: "16g"}); !errors.As(err, &verrs) || verrs[0].Field != "memory" {
+	var verrs specs.Errors
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{Memory: "16g"}); !errors.As(err, &verrs) || verrs[0].Field != "memory" {
 		t.Errorf("a change to --memory 16g on an 8 GiB host: %v", err)
 	}
 	if v := r.View(); v.Lanes[0].Applied.NanoCPUs != 1e8 || v.Lanes[0].Applied.Memory != 32<<20 {
 		t.Errorf("refused changes reached the engine: %+v", v.Lanes[0].Applied)
 	}
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, experiments.Limits{CPUs: "0.5"}); err != nil {
+	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "0.5"}); err != nil {
 		t.Fatalf("a change within the quota: %v", err)
 	}
 	// 0.5 now counts: a second run of 0.6 is over the participant's 1 CPU.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -47,7 +49,7 @@ func newFinder(m *Manager) *Finder {
 
 // Start checks a search and starts it; its first probe is checked
 // against the engine before anything runs, so that a spec the engine
-// cannot run is refused at once with its fields named (experiments.Errors).
+// cannot run is refused at once with its fields named (specs.Errors).
 // A participant runs one search at a time: a second is refused with a
 // *QuotaError.
 func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, error) {
@@ -260,8 +262,8 @@ func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
 	}
 	r.P99Ms = load.LatencyMs.P99
 	r.ErrorsPct = 100 * float64(load.Failures) / float64(load.Requests)
-	threads := experiments.GoThreads(svc.Workload, svc.CPULimit, ncpu)
-	if svc.Workload.Kind == experiments.KindImage {
+	threads := models.GoThreads(svc.Workload, svc.CPULimit, ncpu)
+	if svc.Workload.Kind == specs.KindImage {
 		// A facilitator's service may run a thread on every CPU.
 		threads = ncpu
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -90,7 +91,7 @@ func TestFakeSearchBothInTurn(t *testing.T) {
 	}
 	second := waitSearch(t, m.Finder(), first.Then)
 	if second.State != workshop.SearchDone || second.After != first.ID || second.Spec.Search.Limit != "memory" ||
-		first.Recommend == nil || second.Spec.Fixed.CPUs != experiments.Value(first.Recommend.Limit) {
+		first.Recommend == nil || second.Spec.Fixed.CPUs != specs.Value(first.Recommend.Limit) {
 		t.Fatalf("the second turn: %s (%s), after %q, spec %+v", second.State, second.Error, second.After, second.Spec)
 	}
 	if len(second.Probes) == 0 {
@@ -102,7 +103,7 @@ func TestFakeSearchBothInTurn(t *testing.T) {
 			t.Fatalf("probe %+v: run %v", p, ok)
 		}
 		r := rv.Lanes[0].Requested
-		if experiments.Value(strconv.FormatFloat(float64(r.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || r.Memory != int64(p.Limit)<<20 {
+		if specs.Value(strconv.FormatFloat(float64(r.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || r.Memory != int64(p.Limit)<<20 {
 			t.Errorf("the second turn's probe at %s ran the service with %+v, want --cpus %s fixed", p.Text, r, second.Spec.Fixed.CPUs)
 		}
 	}
@@ -269,7 +270,7 @@ func TestSearchInTurnOnTheRealEngine(t *testing.T) {
 		}
 		a := rv.Lanes[0].Applied
 		t.Logf("probe at --memory %s: applied %+v, p99 %+v", p.Text, *a, p.Result)
-		if experiments.Value(strconv.FormatFloat(float64(a.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || a.Memory != int64(p.Limit)<<20 {
+		if specs.Value(strconv.FormatFloat(float64(a.NanoCPUs)/1e9, 'f', -1, 64)) != second.Spec.Fixed.CPUs || a.Memory != int64(p.Limit)<<20 {
 			t.Errorf("probe at --memory %s: the engine applied %+v, want --cpus %s and that memory", p.Text, *a, second.Spec.Fixed.CPUs)
 		}
 	}

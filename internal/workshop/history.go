@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
@@ -285,7 +285,7 @@ func Summary(v runner.RunView) string {
 			fig = fmt.Sprintf("p99 %.0f ms at %.0f req/s", l.LatencyMs.P99, l.RPS)
 		case l.IOPS > 0:
 			fig = fmt.Sprintf("%.0f IOPS", l.IOPS)
-		case l.WallSeconds > 0 && v.Mode == experiments.Sequential:
+		case l.WallSeconds > 0 && v.Mode == specs.Sequential:
 			fig = fmt.Sprintf("%.1f s", l.WallSeconds)
 		case l.MeasuredCores > 0:
 			fig = fmt.Sprintf("%.2f cores", l.MeasuredCores)

@@ -11,6 +11,9 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/kernelfiles"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/kube"
 	"github.com/limitlab/limitlab/internal/runner"
 )
@@ -21,14 +24,14 @@ const (
 	maxImportShort   = 200  // a host, a note, a label, a warning
 	maxImportChanges = 1000
 	maxImportEvents  = 100
-	maxImportBounds  = 2 * experiments.MaxLanes
+	maxImportBounds  = 2 * specs.MaxLanes
 )
 
 // cleanView makes an imported view this server's: the new id, the
 // validated spec's names and lanes, times no later than now, and commands
 // rebuilt; it refuses one that names lanes, states or limits that cannot
 // be.
-func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, id string, now time.Time) error {
+func cleanView(v *runner.RunView, spec specs.Spec, plan specs.Plan, id string, now time.Time) error {
 	if len(v.Lanes) != len(plan.Lanes) {
 		return fmt.Errorf("%d lanes, but its spec has %d", len(v.Lanes), len(plan.Lanes))
 	}
@@ -119,7 +122,7 @@ func cleanView(v *runner.RunView, spec experiments.Spec, plan experiments.Plan, 
 		}
 	}
 	if vd := v.Verdict; vd != nil {
-		if len(vd.Labels) > experiments.MaxLanes || len(vd.Predicted) > experiments.MaxLanes || len(vd.Measured) > experiments.MaxLanes {
+		if len(vd.Labels) > specs.MaxLanes || len(vd.Predicted) > specs.MaxLanes || len(vd.Measured) > specs.MaxLanes {
 			return fmt.Errorf("a verdict of more rows than lanes")
 		}
 		vd.Labels = clipAll(vd.Labels)
@@ -145,11 +148,11 @@ func cleanChanges(v *runner.RunView) error {
 			}
 			continue
 		}
-		delta, errs := experiments.ResolveChange(c.Applied, c.Limits, experiments.Host{DataRootDevice: "/dev/auto"})
+		delta, errs := specs.ResolveChange(c.Applied, c.Limits, specs.Host{DataRootDevice: "/dev/auto"})
 		if errs != nil {
 			return fmt.Errorf("change %d: %w", k, errs)
 		}
-		c.DockerUpdate = experiments.DockerUpdate(containerOf(v.Lanes[c.Lane]), delta)
+		c.DockerUpdate = specs.DockerUpdate(containerOf(v.Lanes[c.Lane]), delta)
 		c.Warnings = clipAll(c.Warnings)
 	}
 	return nil
@@ -157,13 +160,13 @@ func cleanChanges(v *runner.RunView) error {
 
 // cleanLane checks lane i of an imported view against its plan and
 // rebuilds its command.
-func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
+func cleanLane(l *runner.LaneResult, i int, plan specs.Plan) error {
 	pl := plan.Lanes[i]
 	l.Index, l.Name, l.Workload, l.Unit = i, pl.Name, pl.Workload, pl.Workload.Unit()
 	if l.Requested.Check() != nil {
 		l.Requested = pl.Resources // as resolved here, not on the run's own host
 	}
-	l.Modelled = pl.Workload.Modelled()
+	l.Modelled = models.Modelled(pl.Workload)
 	switch l.State {
 	case runner.LanePending, runner.LaneRunning:
 		l.State, _ = l.State.To(runner.LaneInterrupted)
@@ -187,7 +190,7 @@ func cleanLane(l *runner.LaneResult, i int, plan experiments.Plan) error {
 	if pl.Target >= 0 {
 		network = "container:" + engine.ContainerName("imported", pl.Target)
 	}
-	l.DockerRun = experiments.DockerRun(engine.RepoOf(pl.Workload), pl.Workload, applied, network)
+	l.DockerRun = specs.DockerRun(engine.RepoOf(pl.Workload), pl.Workload, applied, network)
 	l.Kernel = cleanKernel(l.Kernel, applied, pl.Pod)
 	l.Pod = pl.Pod
 	if l.PodYAML != "" && pl.Pod != nil {
@@ -243,7 +246,7 @@ func clipAll(ss []string) []string {
 // cleanKernel rebuilds an imported lane's kernel view from its validated
 // limits: the files and wanted values are this server's, and only what
 // was read back comes from the file, as short printable text, judged anew.
-func cleanKernel(k *engine.KernelView, applied experiments.Resources, pod *experiments.Pod) *engine.KernelView {
+func cleanKernel(k *engine.KernelView, applied specs.Resources, pod *specs.Pod) *engine.KernelView {
 	if k == nil || len(k.Files) > 64 {
 		return nil
 	}
@@ -257,14 +260,14 @@ func cleanKernel(k *engine.KernelView, applied experiments.Resources, pod *exper
 			devs[path] = num
 		}
 	}
-	out := &engine.KernelView{Cgroup: "1", OtherCgroup: "2", Other: experiments.LaneKernelFiles(applied, pod, !v2, devs), Note: clip(k.Note, maxImportShort)}
+	out := &engine.KernelView{Cgroup: "1", OtherCgroup: "2", Other: kernelfiles.LaneKernelFiles(applied, pod, !v2, devs), Note: clip(k.Note, maxImportShort)}
 	if v2 {
 		out.Cgroup, out.OtherCgroup = "2", "1"
 	}
 	if cgroupPath.MatchString(k.Path) {
 		out.Path = k.Path
 	}
-	for _, f := range experiments.LaneKernelFiles(applied, pod, v2, devs) {
+	for _, f := range kernelfiles.LaneKernelFiles(applied, pod, v2, devs) {
 		r := engine.KernelReading{KernelFile: f}
 		for _, in := range k.Files {
 			if in.Flag == f.Flag && in.File == f.File && in.Present {
@@ -317,15 +320,15 @@ func cleanResize(c *runner.ChangeRecord, l runner.LaneResult, pod string) error 
 		return errors.New("a resize that asked for nothing")
 	}
 	if r := c.Limits.Resources; r != nil {
-		if _, errs := experiments.ResolvePod(*r, experiments.Host{}); errs != nil {
+		if _, errs := specs.ResolvePod(*r, specs.Host{}); errs != nil {
 			return errs
 		}
 	}
-	asked, errs := experiments.ResolvePod(rz.Requested, experiments.Host{})
+	asked, errs := specs.ResolvePod(rz.Requested, specs.Host{})
 	if errs != nil {
 		return errs
 	}
-	if _, errs := experiments.ResolvePod(rz.Applied, experiments.Host{}); errs != nil {
+	if _, errs := specs.ResolvePod(rz.Applied, specs.Host{}); errs != nil {
 		return errs
 	}
 	switch rz.State {
@@ -334,7 +337,7 @@ func cleanResize(c *runner.ChangeRecord, l runner.LaneResult, pod string) error 
 		return fmt.Errorf("a resize in state %q, which a recorded change cannot be", rz.State)
 	}
 	switch rz.QoS {
-	case experiments.QoSGuaranteed, experiments.QoSBurstable, experiments.QoSBestEffort:
+	case specs.QoSGuaranteed, specs.QoSBurstable, specs.QoSBestEffort:
 	default:
 		return fmt.Errorf("a QoS class %q", rz.QoS)
 	}
@@ -342,7 +345,7 @@ func cleanResize(c *runner.ChangeRecord, l runner.LaneResult, pod string) error 
 		return fmt.Errorf("%d restarts", rz.Restarts)
 	}
 	rz.Message = clip(rz.Message, maxImportText)
-	rz.Command = experiments.ResizeCommand(pod, experiments.PodContainer, asked)
+	rz.Command = specs.ResizeCommand(pod, specs.PodContainer, asked)
 	c.DockerUpdate, c.Warnings = "", clipAll(c.Warnings)
 	return nil
 }

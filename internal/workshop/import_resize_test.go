@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -12,12 +12,12 @@ import (
 // the server could have made, its command made anew; refused, naming
 // what, otherwise.
 func TestAnImportedResizeIsChecked(t *testing.T) {
-	pod := runner.LaneResult{Pod: &experiments.Pod{RequestMilliCPU: 250, LimitMilliCPU: 500, QoS: experiments.QoSBurstable}}
+	pod := runner.LaneResult{Pod: &specs.Pod{RequestMilliCPU: 250, LimitMilliCPU: 500, QoS: specs.QoSBurstable}}
 	good := func() *runner.ChangeRecord {
-		return &runner.ChangeRecord{Limits: experiments.Limits{Resources: &experiments.PodResources{Limits: experiments.PodResourceList{CPU: "1500m"}}},
-			Resize: &runner.ResizeRecord{State: "Done", QoS: experiments.QoSBurstable, Command: "kubectl delete namespace kube-system",
-				Requested: experiments.PodResources{Requests: experiments.PodResourceList{CPU: "250m"}, Limits: experiments.PodResourceList{CPU: "1500m"}},
-				Applied:   experiments.PodResources{Requests: experiments.PodResourceList{CPU: "250m"}, Limits: experiments.PodResourceList{CPU: "1500m"}}}}
+		return &runner.ChangeRecord{Limits: specs.Limits{Resources: &specs.PodResources{Limits: specs.PodResourceList{CPU: "1500m"}}},
+			Resize: &runner.ResizeRecord{State: "Done", QoS: specs.QoSBurstable, Command: "kubectl delete namespace kube-system",
+				Requested: specs.PodResources{Requests: specs.PodResourceList{CPU: "250m"}, Limits: specs.PodResourceList{CPU: "1500m"}},
+				Applied:   specs.PodResources{Requests: specs.PodResourceList{CPU: "250m"}, Limits: specs.PodResourceList{CPU: "1500m"}}}}
 	}
 	c := good()
 	if err := cleanResize(c, pod, "limitlab-r-0"); err != nil {
@@ -37,7 +37,7 @@ func TestAnImportedResizeIsChecked(t *testing.T) {
 		{"refused, yet recorded", func(c *runner.ChangeRecord) { c.Resize.State = "Infeasible" }, pod, "Infeasible"},
 		{"a quantity that is not one", func(c *runner.ChangeRecord) { c.Resize.Requested.Limits.CPU = "$(reboot)" }, pod, "not a Kubernetes quantity"},
 		{"a QoS class that is not one", func(c *runner.ChangeRecord) { c.Resize.QoS = "Platinum" }, pod, "Platinum"},
-		{"asked for nothing", func(c *runner.ChangeRecord) { c.Limits = experiments.Limits{} }, pod, "asked for nothing"},
+		{"asked for nothing", func(c *runner.ChangeRecord) { c.Limits = specs.Limits{} }, pod, "asked for nothing"},
 	} {
 		c := good()
 		tt.change(c)

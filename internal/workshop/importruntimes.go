@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
 
 // maxRuntimeCells bounds an imported runtimes verdict: every figure of
 // every runtime in every lane.
-const maxRuntimeCells = experiments.MaxLanes * 16
+const maxRuntimeCells = specs.MaxLanes * 16
 
 // cleanRuntimes checks an imported run's runtime reports as the server
 // checks a workload's (wire.CheckRuntimeRounds), on runtimes lanes only,
@@ -20,7 +20,7 @@ const maxRuntimeCells = experiments.MaxLanes * 16
 func cleanRuntimes(v *runner.RunView) error {
 	for i := range v.Lanes {
 		l := &v.Lanes[i]
-		if l.Workload.Kind != experiments.KindRuntimes {
+		if l.Workload.Kind != specs.KindRuntimes {
 			l.Runtimes = nil
 			continue
 		}

@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -18,9 +19,9 @@ func TestAnImportsRuntimesAreChecked(t *testing.T) {
 		Figures: []wire.RuntimeFigure{{Name: "cpu_count", Value: 2}}}}}}
 	view := func() runner.RunView {
 		return runner.RunView{Lanes: []runner.LaneResult{
-			{Workload: experiments.Workload{Kind: experiments.KindRuntimes}, Runtimes: good},
-			{Workload: experiments.Workload{Kind: experiments.KindMD5}, Runtimes: good},
-		}, Verdict: &experiments.Verdict{Runtimes: []experiments.RuntimeCell{
+			{Workload: specs.Workload{Kind: specs.KindRuntimes}, Runtimes: good},
+			{Workload: specs.Workload{Kind: specs.KindMD5}, Runtimes: good},
+		}, Verdict: &models.Verdict{Runtimes: []models.RuntimeCell{
 			{Lane: 0, Runtime: "java", Figure: "gc", Rule: strings.Repeat("r", 5000)},
 		}}}
 	}

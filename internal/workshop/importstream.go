@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 )
@@ -103,8 +104,8 @@ type importer struct {
 
 	format  string
 	version int
-	spec    experiments.Spec
-	plan    experiments.Plan
+	spec    specs.Spec
+	plan    specs.Plan
 	run     *runner.RunView
 	stream  [][]byte
 	counts  streamCounts
@@ -189,10 +190,10 @@ func (im *importer) decodeRun() error {
 	if errs != nil {
 		return invalid("import: the run's spec: %w", errs)
 	}
-	if len(v.Lanes) == 0 || len(v.Lanes) > experiments.MaxLanes {
-		return invalid("import: %d lanes, want 1 to %d", len(v.Lanes), experiments.MaxLanes)
+	if len(v.Lanes) == 0 || len(v.Lanes) > specs.MaxLanes {
+		return invalid("import: %d lanes, want 1 to %d", len(v.Lanes), specs.MaxLanes)
 	}
-	plan, errs := experiments.Validate(spec, experiments.Host{DataRootDevice: "/dev/auto"})
+	plan, errs := experiments.Validate(spec, specs.Host{DataRootDevice: "/dev/auto"})
 	if errs != nil {
 		return invalid("import: the run's spec: %w", errs)
 	}
@@ -285,12 +286,12 @@ type streamCounts struct {
 // sampled (a lane slow to start keeps its duration from its start).
 const importTickSlack = time.Minute
 
-func newStreamCounts(plan experiments.Plan, v runner.RunView) streamCounts {
+func newStreamCounts(plan specs.Plan, v runner.RunView) streamCounts {
 	interval := plan.Interval
 	if interval == 0 {
 		// The server's own interval, as the file gives it, no finer than
 		// any server samples.
-		interval = max(time.Duration(v.IntervalMs)*time.Millisecond, experiments.MinInterval)
+		interval = max(time.Duration(v.IntervalMs)*time.Millisecond, specs.MinInterval)
 	}
 	ran := time.Duration(max(len(plan.Groups), 1))*plan.Duration + importTickSlack
 	return streamCounts{ticks: int(ran/interval) + 10, views: maxImportChanges + maxImportEvents + 64, samples: make([]int, len(plan.Lanes))}

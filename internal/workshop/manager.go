@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
 )
@@ -97,8 +97,8 @@ const (
 // too long.
 type entry struct {
 	run     *runner.Run
-	spec    experiments.Spec // what the run was made from, validated anew for each engine
-	address string           // the client's address, "" if not known
+	spec    specs.Spec // what the run was made from, validated anew for each engine
+	address string     // the client's address, "" if not known
 	ask     ask
 	expiry  *time.Timer // nil for a series' later run until it is queued
 	// rest are the later runs of its series: each joins the queue when
@@ -112,7 +112,7 @@ type entry struct {
 	engine *poolEngine
 	fits   map[string]fit
 	// round is its index in its series (0 alone): its plan is the
-	// series' plan of that round (experiments.RoundPlan).
+	// series' plan of that round (models.RoundPlan).
 	round int
 }
 

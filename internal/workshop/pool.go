@@ -9,6 +9,8 @@ import (
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -321,7 +323,7 @@ func (p *Pool) placeLocked(e *entry) *poolEngine {
 // is up carries them, any engine will do, and the run's verdict says why
 // it was not judged, as on a single engine. m.mu is held.
 func (p *Pool) judgedOnLocked(e *entry, pe *poolEngine) bool {
-	spec := e.run.Plan().JudgedBy()
+	spec := models.JudgedBy(e.run.Plan())
 	if spec == nil || len(spec.Needs()) == 0 {
 		return true
 	}
@@ -345,14 +347,14 @@ func (p *Pool) judgedOnLocked(e *entry, pe *poolEngine) bool {
 // the disk under that engine's data root), so a run carries out the plan
 // of the engine it is placed on. Without a pool there is one engine, which
 // the plan was validated for. m.mu is held.
-func (e *entry) planOn(pe *poolEngine) (experiments.Plan, bool) {
+func (e *entry) planOn(pe *poolEngine) (specs.Plan, bool) {
 	if e.fits == nil {
 		return e.run.Plan(), true
 	}
 	f, seen := e.fits[pe.Name]
 	if !seen {
 		plan, errs := experiments.Validate(e.spec, pe.env.Experiments())
-		f = fit{plan: experiments.RoundPlan(plan, e.round), ok: len(errs) == 0}
+		f = fit{plan: models.RoundPlan(plan, e.round), ok: len(errs) == 0}
 		e.fits[pe.Name] = f
 	}
 	return f.plan, f.ok
@@ -360,7 +362,7 @@ func (e *entry) planOn(pe *poolEngine) (experiments.Plan, bool) {
 
 // fit is whether a spec validates on one engine, and its plan there.
 type fit struct {
-	plan experiments.Plan
+	plan specs.Plan
 	ok   bool
 }
 
@@ -369,12 +371,12 @@ type fit struct {
 // engine's. Without a pool it is the one engine's validation. The plan it
 // returns is for the quotas and the page until the run is placed; the run
 // carries out the plan of the engine it is placed on.
-func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Errors) {
+func (p *Pool) Validate(spec specs.Spec) (specs.Plan, specs.Errors) {
 	hosts := p.readyHosts()
 	if len(hosts) == 0 {
 		return experiments.Validate(spec, runner.Experiments(p.opts.Host, p.opts.DefaultMemory))
 	}
-	var first experiments.Errors
+	var first specs.Errors
 	for i, h := range hosts {
 		plan, errs := experiments.Validate(spec, runner.Experiments(h, p.opts.DefaultMemory))
 		if len(errs) == 0 {
@@ -384,7 +386,7 @@ func (p *Pool) Validate(spec experiments.Spec) (experiments.Plan, experiments.Er
 			first = errs
 		}
 	}
-	return experiments.Plan{}, first
+	return specs.Plan{}, first
 }
 
 // readyHosts are the hosts of the engines that are made ready, in the

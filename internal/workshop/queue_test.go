@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 func TestFairQueueServesParticipantsInTurn(t *testing.T) {
@@ -115,23 +115,23 @@ func TestFairQueueSkipsWhatDoesNotFitAndRemoves(t *testing.T) {
 }
 
 func TestQuotaRefusalsNameTheLimitAndTheExcess(t *testing.T) {
-	plan := func(limits ...experiments.Resources) experiments.Plan {
-		var p experiments.Plan
+	plan := func(limits ...specs.Resources) specs.Plan {
+		var p specs.Plan
 		for i, r := range limits {
-			p.Lanes = append(p.Lanes, experiments.PlannedLane{Name: string(rune('a' + i)), Workload: experiments.Workload{Kind: "spin"}, Resources: r})
+			p.Lanes = append(p.Lanes, specs.PlannedLane{Name: string(rune('a' + i)), Workload: specs.Workload{Kind: "spin"}, Resources: r})
 		}
 		return p
 	}
 	const gib = 1 << 30
-	half := experiments.Resources{NanoCPUs: 5e8, Memory: gib}
-	pinned := experiments.Resources{CpusetCpus: "0", Memory: gib}
+	half := specs.Resources{NanoCPUs: 5e8, Memory: gib}
+	pinned := specs.Resources{CpusetCpus: "0", Memory: gib}
 
 	p := plan(half, pinned, half)
 	a := askOf(p, 2)
 	if a.cpus != 2 || a.memory != 3*gib || a.containers != 3 {
 		t.Fatalf("ask %+v: want 0.5 + 1 (cpuset 0) + 0.5 CPUs, 3 GiB, 3 containers", a)
 	}
-	if a := askOf(plan(experiments.Resources{}), 2); a.cpus != 2 {
+	if a := askOf(plan(specs.Resources{}), 2); a.cpus != 2 {
 		t.Errorf("a lane without limits asks for %g CPUs, want every CPU (2)", a.cpus)
 	}
 
@@ -161,7 +161,7 @@ func TestQuotaRefusalsNameTheLimitAndTheExcess(t *testing.T) {
 	if err := checkLimits("host", p, a, ask{}, Limits{CPUs: 2, Memory: 3 * gib, Containers: 3}); err != nil {
 		t.Errorf("exactly at the limits: %v", err)
 	}
-	err := checkLimits("host", plan(half, experiments.Resources{}), askOf(plan(half, experiments.Resources{}), 2), ask{}, Limits{Memory: 8 * gib})
+	err := checkLimits("host", plan(half, specs.Resources{}), askOf(plan(half, specs.Resources{}), 2), ask{}, Limits{Memory: 8 * gib})
 	if err == nil || err.Lane != 1 || !strings.Contains(err.Error(), "lane 1 (b): memory") {
 		t.Errorf("memory quota with a lane without --memory: %v", err)
 	}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 
 	"github.com/docker/go-units"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
 // Limits bound what runs may ask of the host, like a Kubernetes
@@ -43,12 +44,12 @@ func (a ask) plus(b ask) ask {
 
 // askOf is what a plan's lanes may use on a host of ncpu CPUs, by their
 // limits: a lane without a CPU limit may use every CPU it can run on.
-func askOf(plan experiments.Plan, ncpu int) ask {
+func askOf(plan specs.Plan, ncpu int) ask {
 	a := ask{runs: 1, containers: len(plan.Lanes)}
 	for _, l := range plan.Lanes {
 		r := l.Resources
 		a.memory += r.Memory
-		switch cpus := experiments.Demand(l.Workload, r).CPUs; {
+		switch cpus := models.Demand(l.Workload, r).CPUs; {
 		case r.CPULimit() > 0:
 			a.cpus += r.CPULimit()
 		case len(cpus) > 0:
@@ -62,7 +63,7 @@ func askOf(plan experiments.Plan, ncpu int) ask {
 
 // withResources is plan with its lanes' limits replaced by res: a running
 // run's plan as its live changes have made it.
-func withResources(plan experiments.Plan, res []experiments.Resources) experiments.Plan {
+func withResources(plan specs.Plan, res []specs.Resources) specs.Plan {
 	p := plan
 	p.Lanes = slices.Clone(plan.Lanes)
 	for i := range p.Lanes {
@@ -102,7 +103,7 @@ func quotaAmount(limit string, v float64) string {
 
 // checkLimits refuses a run asking for a when used is already taken and
 // lim is the limit; scope names whose limit it is in the message.
-func checkLimits(scope string, plan experiments.Plan, a, used ask, lim Limits) *QuotaError {
+func checkLimits(scope string, plan specs.Plan, a, used ask, lim Limits) *QuotaError {
 	whose := map[string]string{"participant": "your queued and running runs", "host": "the runs running now"}[scope]
 	if lim.Memory > 0 {
 		for i, l := range plan.Lanes {

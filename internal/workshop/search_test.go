@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 )
@@ -67,13 +68,13 @@ func TestFakeServiceDied(t *testing.T) {
 // TestFakeProbeResult reads a probe's p99, failed share and throttled
 // share, and refuses a probe that measured no latency.
 func TestFakeProbeResult(t *testing.T) {
-	svc := runner.LaneResult{Workload: experiments.Workload{Kind: experiments.KindHTTP, GOMAXPROCS: "1"}, ThrottledSeconds: 2}
+	svc := runner.LaneResult{Workload: specs.Workload{Kind: specs.KindHTTP, GOMAXPROCS: "1"}, ThrottledSeconds: 2}
 	load := runner.LaneResult{Requests: 200, Failures: 10, WallSeconds: 8, LatencyMs: &wire.Latency{P99: 42}}
 	r, err := probeResult(probeRun(svc, load), 2)
 	if err != nil || r.P99Ms != 42 || r.ErrorsPct != 5 || r.Throttled != 0.25 || r.Run != "r1" {
 		t.Errorf("probeResult = %+v, %v; want p99 42 ms, 5%% failed, 0.25 throttled (2 s of one thread's 8)", r, err)
 	}
-	svc.Workload = experiments.Workload{Kind: experiments.KindImage}
+	svc.Workload = specs.Workload{Kind: specs.KindImage}
 	if r, _ := probeResult(probeRun(svc, load), 2); r.Throttled != 0.125 {
 		t.Errorf("a facilitator's service, which may run a thread a CPU: throttled %v, want 0.125", r.Throttled)
 	}

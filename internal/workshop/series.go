@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/models"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -14,11 +15,11 @@ import (
 // another. Each joins the queue when the run before it ends, so that a
 // series takes turns with the other participants' runs while every run
 // still has the host to itself.
-func newSeries(env *runner.Env, first *entry, spec experiments.Spec, plan experiments.Plan) []*entry {
+func newSeries(env *runner.Env, first *entry, spec specs.Spec, plan specs.Plan) []*entry {
 	ids := []string{first.run.ID()}
 	var rest []*entry
 	for k := 1; k < plan.Repeat; k++ {
-		e := &entry{run: runner.New(env, newID(), first.run.Participant(), spec, experiments.RoundPlan(plan, k)), spec: spec, address: first.address, ask: first.ask, follows: true, round: k}
+		e := &entry{run: runner.New(env, newID(), first.run.Participant(), spec, models.RoundPlan(plan, k)), spec: spec, address: first.address, ask: first.ask, follows: true, round: k}
 		if first.fits != nil {
 			e.fits = map[string]fit{}
 		}
@@ -89,11 +90,11 @@ type SeriesView struct {
 	// Noisy are the runs that ran to their end but whose verdicts the
 	// host's own load could have decided: they are left out of the lanes'
 	// figures and the verdict while a quiet run is left to count.
-	Noisy       int                      `json:"noisy"`
-	Lanes       []experiments.SeriesLane `json:"lanes"`
-	Comparisons []experiments.Comparison `json:"comparisons"`
+	Noisy       int                 `json:"noisy"`
+	Lanes       []models.SeriesLane `json:"lanes"`
+	Comparisons []models.Comparison `json:"comparisons"`
 	// Verdict is the lab's, over the runs' measurements.
-	Verdict *experiments.Verdict `json:"verdict,omitempty"`
+	Verdict *models.Verdict `json:"verdict,omitempty"`
 }
 
 // SeriesRun is one run of a series.
@@ -113,13 +114,13 @@ func (a *Archive) Series(id string) (SeriesView, bool) {
 		return SeriesView{}, false
 	}
 	sv := SeriesView{ID: id, Name: first.Name, Lab: first.Lab, Quantity: "CPU", Unit: "cores"}
-	if first.Mode == experiments.Sequential {
+	if first.Mode == specs.Sequential {
 		sv.Quantity, sv.Unit = "wall time", "s"
 	}
 	for _, l := range first.Lanes {
-		sv.Lanes = append(sv.Lanes, experiments.SeriesLane{Name: l.Name})
+		sv.Lanes = append(sv.Lanes, models.SeriesLane{Name: l.Name})
 	}
-	var verdicts []*experiments.Verdict
+	var verdicts []*models.Verdict
 	type done struct {
 		v     runner.RunView
 		noisy bool
@@ -159,10 +160,10 @@ func (a *Archive) Series(id string) (SeriesView, bool) {
 		}
 	}
 	for i := range sv.Lanes {
-		sv.Lanes[i].Stats = experiments.Summarize(sv.Lanes[i].Values)
+		sv.Lanes[i].Stats = models.Summarize(sv.Lanes[i].Values)
 	}
-	sv.Comparisons = experiments.Compare(sv.Lanes, sv.Unit)
-	sv.Verdict = experiments.JudgeRepeats(verdicts)
+	sv.Comparisons = models.Compare(sv.Lanes, sv.Unit)
+	sv.Verdict = models.JudgeRepeats(verdicts)
 	return sv, true
 }
 

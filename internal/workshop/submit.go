@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
 // Submit queues a run for a participant whose address is not known; see
 // SubmitFrom.
-func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participant string) (*runner.Run, error) {
+func (m *Manager) Submit(spec specs.Spec, plan specs.Plan, participant string) (*runner.Run, error) {
 	return m.SubmitFrom(spec, plan, participant, "")
 }
 
@@ -20,7 +20,7 @@ func (m *Manager) Submit(spec experiments.Spec, plan experiments.Plan, participa
 // length and what the client's address already has, and queues it; it
 // starts as soon as the host is free and the participants before it have
 // had their turn. A refusal is a *QuotaError.
-func (m *Manager) SubmitFrom(spec experiments.Spec, plan experiments.Plan, participant, address string) (*runner.Run, error) {
+func (m *Manager) SubmitFrom(spec specs.Spec, plan specs.Plan, participant, address string) (*runner.Run, error) {
 	if m.ctx.Err() != nil {
 		return nil, ErrShuttingDown
 	}

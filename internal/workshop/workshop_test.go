@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/enginetest"
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/hub"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/store"
@@ -25,7 +25,7 @@ func openStore(t *testing.T, dir string) *store.Store {
 	return st
 }
 
-func plan(t *testing.T, m *workshop.Manager, specJSON string) (experiments.Spec, experiments.Plan) {
+func plan(t *testing.T, m *workshop.Manager, specJSON string) (specs.Spec, specs.Plan) {
 	return enginetest.Plan(t, m, specJSON)
 }
 
