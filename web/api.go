@@ -28,12 +28,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (h api) apiHost(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Runs.Host().View())
+	writeJSON(w, http.StatusOK, h.Pool.Host().View())
 }
 
 // apiEngines lists the engines runs are placed on: one without a pool.
 func (h api) apiEngines(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, enginesBody{Engines: h.Runs.Engines()})
+	writeJSON(w, http.StatusOK, enginesBody{Engines: h.Pool.Engines()})
 }
 
 func (h api) apiLabs(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +72,7 @@ func (h api) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
-	plan, errs := h.Runs.Validate(spec)
+	plan, errs := h.Pool.Validate(spec)
 	if errs != nil {
 		writeErrors(w, http.StatusBadRequest, errs)
 		return
@@ -117,7 +117,7 @@ func (h api) apiUpdateLimits(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, http.StatusBadRequest, errs)
 		return
 	}
-	rec, err := h.Runs.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
+	rec, err := h.Changes.UpdateLimits(r.Context(), chi.URLParam(r, "id"), lane, change)
 	var verrs specs.Errors
 	var quota *workshop.QuotaError
 	switch {

@@ -62,7 +62,7 @@ func serve(t testing.TB, m *workshop.Manager, deps func(*Deps)) *httptest.Server
 // one address (DefaultConnsPerAddress if zero): a keynote's audience
 // behind one NAT.
 func serveConns(t testing.TB, m *workshop.Manager, deps func(*Deps), maxConns int) *httptest.Server {
-	d := Deps{Runs: m, History: m.Archive(), Featured: m.Featured(), Finder: m.Finder(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
+	d := Deps{Runs: m, Pool: m.Pool(), Changes: m.Changes(), History: m.Archive(), Featured: m.Featured(), Finder: m.Finder(), Static: limitlab.Static(), AllowedHosts: LoopbackHosts}
 	if deps != nil {
 		deps(&d)
 	}

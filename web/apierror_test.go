@@ -244,8 +244,8 @@ func TestResponsesHaveListsAndSnakeCase(t *testing.T) {
 		t.Helper()
 		for path, v := range map[string]any{
 			"/api/runs":    map[string]any{"runs": m.Archive().List("", 100)},
-			"/api/engines": map[string]any{"engines": m.Engines()},
-			"/api/host":    m.Host().View(),
+			"/api/engines": map[string]any{"engines": m.Pool().Engines()},
+			"/api/host":    m.Pool().Host().View(),
 			"/api/labs":    map[string]any{"labs": experiments.Current().Labs(), "broken": experiments.Current().Broken()},
 		} {
 			if nulls := nullLists(reflect.ValueOf(v), ""); len(nulls) > 0 {

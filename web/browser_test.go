@@ -156,13 +156,13 @@ func TestBrowserRunsAnExperiment(t *testing.T) {
 		t.Errorf("%d lane rows, want 3", rows)
 	}
 	file, other := "memory.limit_in_bytes", "memory.max = 536870912"
-	if m.Host().CgroupV2() {
+	if m.Pool().Host().CgroupV2() {
 		file, other = "memory.max", "memory.limit_in_bytes = 536870912"
 	}
 	if len(kernel) != 1 || !strings.HasPrefix(kernel[0], file+" yes") || !strings.Contains(kernel[0], "536870912") || !strings.Contains(kernel[0], other) {
 		t.Errorf("kernel view of --memory 512m: %q, want %s read back as 536870912, and the other version's %s beside it", kernel, file, other)
 	}
-	if pressureCharts != 0 && !m.Host().HasPressure() {
+	if pressureCharts != 0 && !m.Pool().Host().HasPressure() {
 		t.Errorf("%d pressure charts on cgroup v1, which has no PSI", pressureCharts)
 	}
 	if !strings.Contains(oomEvent, "memory=64m: killed by the kernel's OOM killer") {

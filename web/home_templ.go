@@ -6,15 +6,15 @@ package web
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"strconv"
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+import (
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
+	"strconv"
 )
 
 func homePage(host engine.HostInfo, cat *experiments.Catalog, runs []runner.RunView, needJoin bool) templ.Component {

@@ -73,7 +73,7 @@ func TestFacilitatorLabs(t *testing.T) {
 			t.Errorf("the host banner says %q %d times", reason, n)
 		}
 	}
-	if c := m.Host().Caps; !c.BlkioWeight.Supported && c.BlkioWeight == c.BlkioWeightDevice && !strings.Contains(home, "blkio-weight, blkio-weight-device: ") {
+	if c := m.Pool().Host().Caps; !c.BlkioWeight.Supported && c.BlkioWeight == c.BlkioWeightDevice && !strings.Contains(home, "blkio-weight, blkio-weight-device: ") {
 		t.Errorf("both weights are discarded for one reason, %q, yet the banner does not name them together", c.BlkioWeight.Reason)
 	}
 	// The facilitator's topic comes after the built-in ones, its lab under it.

@@ -90,11 +90,11 @@ func unsupportedLimits(limits map[string]engine.Support) []unsupportedLimit {
 
 func (h pages) home(w http.ResponseWriter, r *http.Request) {
 	runs := h.History.List("", 10)
-	templ.Handler(homePage(h.Runs.Host(), experiments.Current(), runs, !h.joined(r))).ServeHTTP(w, r)
+	templ.Handler(homePage(h.Pool.Host(), experiments.Current(), runs, !h.joined(r))).ServeHTTP(w, r)
 }
 
 func (h pages) runPage(w http.ResponseWriter, r *http.Request) {
-	host := h.Runs.Host()
+	host := h.Pool.Host()
 	embed := r.URL.Query().Get("embed") == "1"
 	h.renderRun(w, r, func(v runner.RunView) templ.Component { return runPage(v, host.NCPU, embed) })
 }
@@ -139,7 +139,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 	if !ok {
 		return labView{}, http.StatusNotFound
 	}
-	host := h.Runs.Host()
+	host := h.Pool.Host()
 	lv := labView{Lab: lab}
 	lv.Shows, lv.Why = lab.Shows(host.Experiments())
 	spec := lab.LabSpec()
@@ -147,7 +147,7 @@ func (h pages) labView(r *http.Request) (labView, int) {
 		changed, changes, errs := lab.WithLinkLimits(param)
 		lv.Link = &labLink{}
 		if errs == nil {
-			_, errs = h.Runs.Validate(changed)
+			_, errs = h.Pool.Validate(changed)
 		}
 		if errs != nil {
 			lv.Link.Errors = errs
@@ -225,7 +225,7 @@ func (h pages) comparePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h pages) poolPage(w http.ResponseWriter, r *http.Request) {
-	templ.Handler(poolPage(h.Runs.Engines())).ServeHTTP(w, r)
+	templ.Handler(poolPage(h.Pool.Engines())).ServeHTTP(w, r)
 }
 
 func (h pages) livePage(w http.ResponseWriter, r *http.Request) {

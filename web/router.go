@@ -31,12 +31,6 @@ import (
 // Runs is what the handlers need of the workshop's manager: runs queued,
 // running and ended.
 type Runs interface {
-	Host() engine.HostInfo
-	// Validate checks a spec against the engine, or against a pool's: it
-	// is valid where some engine can run it.
-	Validate(spec specs.Spec) (specs.Plan, specs.Errors)
-	// Engines are the engines runs are placed on, as probed.
-	Engines() []workshop.EngineView
 	// SubmitFrom queues a run for a participant at a client address; a
 	// refusal by a quota is a *workshop.QuotaError.
 	SubmitFrom(spec specs.Spec, plan specs.Plan, participant, address string) (*runner.Run, error)
@@ -45,6 +39,20 @@ type Runs interface {
 	Owner(id string) (string, bool)
 	// ClearQueue ends the queued runs of a participant, or all if it is "".
 	ClearQueue(participant, why string) int
+}
+
+// Pool is what the handlers need of the manager's engines.
+type Pool interface {
+	Host() engine.HostInfo
+	// Validate checks a spec against the engine, or against a pool's: it
+	// is valid where some engine can run it.
+	Validate(spec specs.Spec) (specs.Plan, specs.Errors)
+	// Engines are the engines runs are placed on, as probed.
+	Engines() []workshop.EngineView
+}
+
+// Changes are what the handlers need of the live changes.
+type Changes interface {
 	// UpdateLimits changes a running lane's limits.
 	UpdateLimits(ctx context.Context, runID string, lane int, change specs.Limits) (runner.ChangeRecord, error)
 }
@@ -79,6 +87,8 @@ type Spotlight interface {
 // Deps are the router's collaborators and settings.
 type Deps struct {
 	Runs     Runs
+	Pool     Pool
+	Changes  Changes
 	History  History
 	Featured Spotlight
 	Static   fs.FS // the static/ tree: CSS, JS, vendor/uPlot

@@ -35,8 +35,8 @@ func TestV2ExportAPressureRun(t *testing.T) {
 		t.Fatal("LIMITLAB_V2_OUT is not set: this test runs in the cgroup v2 VM (make test-v2)")
 	}
 	srv, m := newServer(t)
-	if !m.Host().HasPressure() {
-		t.Fatalf("the engine here has no PSI to record (cgroup v%s, %s)", m.Host().Cgroup, m.Host().StatsNote)
+	if !m.Pool().Host().HasPressure() {
+		t.Fatalf("the engine here has no PSI to record (cgroup v%s, %s)", m.Pool().Host().Cgroup, m.Pool().Host().StatsNote)
 	}
 	id := startRun(t, srv.URL, pressureRun)
 	if v := waitEndedWithin(t, srv.URL, id, 4*time.Minute); v.State != runner.StateDone {

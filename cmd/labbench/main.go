@@ -143,7 +143,7 @@ func run(ctx context.Context) error {
 // benchLab runs a lab n times and gathers every lane's measured ratio.
 func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n int) ([]laneStats, int, int, error) {
 	spec := lab.LabSpec()
-	plan, errs := mgr.Validate(spec)
+	plan, errs := mgr.Pool().Validate(spec)
 	if errs != nil {
 		return nil, 0, 0, errs
 	}
@@ -151,7 +151,7 @@ func benchLab(ctx context.Context, mgr *workshop.Manager, lab experiments.Lab, n
 	passed, inconclusive := 0, 0
 	for k := range n {
 		start := time.Now()
-		r, err := mgr.Submit(spec, plan, "")
+		r, err := mgr.SubmitFrom(spec, plan, "", "")
 		if err != nil {
 			return nil, 0, 0, err
 		}

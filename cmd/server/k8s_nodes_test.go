@@ -43,7 +43,7 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 	enginetest.WaitFor(t, time.Minute, "the real node's engine to be up and the fakes' to say why not", func() bool {
 		real = ""
 		said := 0
-		for _, e := range m.Engines() {
+		for _, e := range m.Pool().Engines() {
 			switch {
 			case e.Up:
 				real = e.Name
@@ -53,7 +53,7 @@ func TestKubernetesNodesArePlacedLikeEngines(t *testing.T) {
 		}
 		return real != "" && said == 2
 	})
-	for _, e := range m.Engines() {
+	for _, e := range m.Pool().Engines() {
 		t.Logf("engine %s (%s): up %v, %s", e.Name, e.Address, e.Up, e.Error)
 		node := e.Address[strings.LastIndex(e.Address, " ")+1:]
 		// The engines page's row of a kubelet of 1.35 or later on this

@@ -38,7 +38,7 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 	}
 	enginetest.WaitFor(t, 2*time.Minute, "both nodes' engines to be up", func() bool {
 		up := 0
-		for _, e := range m.Engines() {
+		for _, e := range m.Pool().Engines() {
 			if e.Up {
 				up++
 			}
@@ -46,7 +46,7 @@ func TestTwoRealNodesShareThePool(t *testing.T) {
 		return up == 2
 	})
 	versions := map[string]string{}
-	for _, e := range m.Engines() {
+	for _, e := range m.Pool().Engines() {
 		if e.Host == nil {
 			t.Fatalf("engine %s: no host", e.Name)
 		}
@@ -132,7 +132,7 @@ func TestANodeTaintedBySomeoneElseGetsNoLane(t *testing.T) {
 	var freeEngine string
 	enginetest.WaitFor(t, 2*time.Minute, "the free node's engine up and the tainted one's saying why not", func() bool {
 		up, said := false, false
-		for _, e := range m.Engines() {
+		for _, e := range m.Pool().Engines() {
 			if e.Up && strings.HasSuffix(e.Address, " node "+free) {
 				up, freeEngine = true, e.Name
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/limitlab/limitlab/web"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limitlab/limitlab/web"
 
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"

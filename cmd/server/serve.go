@@ -254,14 +254,14 @@ func (s *server) serve(ctx context.Context, mgr *workshop.Manager) error {
 	// and each running lane's under cAdvisor's names.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.New(mgr, s.st.Size))
+		metrics.New(mgr, mgr.Pool(), s.st.Size))
 	srv := &http.Server{
 		Addr: cfg.addr,
 		Handler: web.NewRouter(web.Deps{
-			Runs: mgr, History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: s.log,
+			Runs: mgr, Pool: mgr.Pool(), Changes: mgr.Changes(), History: mgr.Archive(), Featured: mgr.Featured(), Finder: mgr.Finder(), Static: limitlab.Static(), Log: s.log,
 			AllowedHosts: hosts, AllowedOrigins: splitList(cfg.allowOrigins), EmbedOrigins: cfg.embedOrigins, PresenterToken: cfg.presenter, JoinCode: cfg.joinCode,
 			TrustedProxies: cfg.proxies, MaxViewersPerRun: cfg.viewersRun, MaxViewersPerAddress: cfg.viewersAddr, Secret: s.secret,
-			Ready:   func() error { return ready(s.st, mgr.Engines()) },
+			Ready:   func() error { return ready(s.st, mgr.Pool().Engines()) },
 			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), MetricsToken: cfg.metricsToken, MetricsRegistry: reg,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -139,11 +139,11 @@ func Submit(t testing.TB, m *workshop.Manager, spec string) *runner.Run {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	p, errs := m.Validate(parsed)
+	p, errs := m.Pool().Validate(parsed)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	r, err := m.Submit(parsed, p, "")
+	r, err := m.SubmitFrom(parsed, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func Plan(t testing.TB, m *workshop.Manager, specJSON string) (specs.Spec, specs
 	if errs != nil {
 		t.Fatalf("parse: %v", errs)
 	}
-	p, errs := m.Validate(spec)
+	p, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatalf("validate: %v", errs)
 	}

@@ -40,11 +40,11 @@ func runLab(t testing.TB, m *workshop.Manager, id string) runner.RunView {
 		t.Fatalf("no lab %s", id)
 	}
 	spec := lab.LabSpec()
-	p, errs := m.Validate(spec)
+	p, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatalf("validate %s: %v", id, errs)
 	}
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestDockerFlagsOnACluster(t *testing.T) {
 		{`{"cpus": "0.0125"}`, "cpus", "millicores"},
 	} {
 		spec, _ := experiments.Parse([]byte(`{"lanes": [{"workload": {"kind": "spin"}, "limits": ` + c.limits + `}]}`))
-		_, errs := m.Validate(spec)
+		_, errs := m.Pool().Validate(spec)
 		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
 			t.Errorf("%s: got %v, want an error on %s saying %q", c.limits, errs, c.field, c.says)
 		}

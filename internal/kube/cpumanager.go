@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/limitlab/limitlab/internal/engine"
-	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workload/wire"
 	corev1 "k8s.io/api/core/v1"
@@ -81,12 +80,12 @@ type podFiles func(ctx context.Context, uid, cid string) (cg engine.CgroupFiles,
 func probeCPUManager(ctx context.Context, c *client, node string, ncpu int, files podFiles, deadline time.Duration) (policy specs.CPUManagerPolicy, note string) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	spec, errs := experiments.Parse([]byte(`{"lanes": [{"name": "cpu manager probe", "workload": {"kind": "http", "gomaxprocs": "1"},
+	spec, errs := specs.ParseRequest([]byte(`{"lanes": [{"name": "cpu manager probe", "workload": {"kind": "http", "gomaxprocs": "1"},
 		"resources": {"limits": {"cpu": "1", "memory": "32Mi"}}}]}`))
 	if errs != nil {
 		return "", "not probed: " + errs.Error()
 	}
-	plan, errs := experiments.Validate(spec, specs.Host{NCPU: ncpu, Kubernetes: true})
+	plan, errs := specs.ValidateLanes(spec, specs.Host{NCPU: ncpu, Kubernetes: true})
 	if errs != nil {
 		return "", "not probed: " + errs.Error()
 	}

@@ -28,7 +28,7 @@ func TestStaticCPUManagerLabSaysWhy(t *testing.T) {
 	}
 	m, _ := cluster(t)
 	lab, _ := experiments.LabByID("k8s-static-cpu")
-	_, errs := m.Validate(lab.LabSpec())
+	_, errs := m.Pool().Validate(lab.LabSpec())
 	if len(errs) > 0 {
 		t.Logf("figure: the CPU manager probe | %s", errs[0].Message)
 	}

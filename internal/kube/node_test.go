@@ -49,7 +49,7 @@ func spinSpec(t *testing.T, m *workshop.Manager) (specs.Spec, specs.Plan) {
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	p, errs := m.Validate(spec)
+	p, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -64,7 +64,7 @@ func spinSpec(t *testing.T, m *workshop.Manager) (specs.Spec, specs.Plan) {
 func TestARunTakesTheNode(t *testing.T) {
 	m, cs := cluster(t)
 	spec, p := spinSpec(t, m)
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestARunTakesTheNode(t *testing.T) {
 		_, _ = cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
 		_ = cs.CoordinationV1().Leases(kubetest.Namespace).Delete(context.Background(), lease.Name, metav1.DeleteOptions{})
 	})
-	r, err = m.Submit(spec, p, "")
+	r, err = m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestARunTakesTheNode(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(kubetest.Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r, err = m.Submit(spec, p, "")
+	r, err = m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

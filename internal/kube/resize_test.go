@@ -34,11 +34,11 @@ func TestResizeInPlaceLab(t *testing.T) {
 	enginetest.Measure(t, "the k8s-resize lab's steps", func(t testing.TB) {
 		lab, _ := experiments.LabByID("k8s-resize")
 		spec := lab.LabSpec()
-		p, errs := m.Validate(spec)
+		p, errs := m.Pool().Validate(spec)
 		if errs != nil {
 			t.Fatal(errs)
 		}
-		r, err := m.Submit(spec, p, "")
+		r, err := m.SubmitFrom(spec, p, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,14 +64,14 @@ func TestResizeInPlaceLab(t *testing.T) {
 			{specs.Limits{Resources: &specs.PodResources{Requests: specs.PodResourceList{CPU: "500m", Memory: "64Mi"}}}, "resources", "QoS class"},
 			{specs.Limits{PidsLimit: "100"}, "pids-limit", "podPidsLimit"},
 		} {
-			_, err := m.UpdateLimits(ctx, r.ID(), 0, c.change)
+			_, err := m.Changes().UpdateLimits(ctx, r.ID(), 0, c.change)
 			var errs specs.Errors
 			if !errors.As(err, &errs) || errs[0].Lane != 0 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.says) {
 				t.Errorf("change %+v: got %v, want an error on %s saying %q", c.change, err, c.field, c.says)
 			}
 		}
 		start := time.Now()
-		rec, err = m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{Resources: &specs.PodResources{Limits: specs.PodResourceList{CPU: "1500m"}}})
+		rec, err = m.Changes().UpdateLimits(ctx, r.ID(), 0, specs.Limits{Resources: &specs.PodResources{Limits: specs.PodResourceList{CPU: "1500m"}}})
 		took = time.Since(start)
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +171,7 @@ func TestResizeRefusedForCPUsOfItsOwn(t *testing.T) {
 	r := submit(t, m, `{"mode": "parallel", "duration": "30s", "lanes": [
 		{"name": "own", "workload": {"kind": "spin", "seconds": 20}, "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}}]}`)
 	enginetest.WaitFor(t, time.Minute, "the lane's pod to run", func() bool { return r.View().Lanes[0].State == runner.LaneRunning })
-	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
+	_, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
 		Requests: specs.PodResourceList{CPU: "2"}, Limits: specs.PodResourceList{CPU: "2"}}})
 	var errs specs.Errors
 	if !errors.As(err, &errs) || errs[0].Field != "resources" || !strings.Contains(errs[0].Message, "static CPU manager") {
@@ -214,7 +214,7 @@ func TestAMemoryResizeBelowUsage(t *testing.T) {
 	}
 	limit := int64(128 << 20)
 	for _, to := range []int64{112, 64} {
-		rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
+		rec, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Resources: &specs.PodResources{
 			Limits: specs.PodResourceList{Memory: specs.Value(strconv.FormatInt(to, 10) + "Mi")}}})
 		var errs specs.Errors
 		switch {

@@ -30,7 +30,7 @@ import (
 // its pod's cgroup here.
 func TestLabThroughTheSampler(t *testing.T) {
 	m, cs := kubetest.ThroughSampler(t)
-	if e := m.Engines(); len(e) != 1 || e[0].Host == nil || e[0].Host.StatsSource != engine.StatsSampler {
+	if e := m.Pool().Engines(); len(e) != 1 || e[0].Host == nil || e[0].Host.StatsSource != engine.StatsSampler {
 		t.Fatalf("engines %+v: want the cluster read through its sampler", e)
 	}
 	before, smpPod := samplerCPU(t, cs)
@@ -41,11 +41,11 @@ func TestLabThroughTheSampler(t *testing.T) {
 		t.Fatal(errs)
 	}
 	enginetest.Measure(t, "a run read through the sampler", func(t testing.TB) {
-		p, errs := m.Validate(spec)
+		p, errs := m.Pool().Validate(spec)
 		if errs != nil {
 			t.Fatal(errs)
 		}
-		r, err := m.Submit(spec, p, "")
+		r, err := m.SubmitFrom(spec, p, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

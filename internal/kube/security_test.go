@@ -33,7 +33,7 @@ func TestTheRestrictedNamespaceAdmitsTheLanes(t *testing.T) {
 		t.Fatalf("the lanes' namespace: %v %v, want it labelled to enforce restricted", ns.Labels, err)
 	}
 	spec, p := spinSpec(t, m)
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

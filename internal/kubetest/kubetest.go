@@ -72,7 +72,7 @@ func manager(t testing.TB, viaSampler bool, options ...func(*workshop.Options)) 
 		Pool: []workshop.PoolEngine{{Name: "kubernetes", Address: cl.Server(), Driver: e, Prepare: prepare}}}
 	m := enginetest.Managed(t, nil, opts, options...)
 	enginetest.WaitFor(t, 30*time.Second, "the cluster's node to be ready", func() bool {
-		for _, e := range m.Engines() {
+		for _, e := range m.Pool().Engines() {
 			if e.Up {
 				return true
 			}

@@ -15,10 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Source is what the collector reads: the runs in the server's memory,
-// and its engines.
-type Source interface {
+// Runs are the runs in the server's memory, which the collector reads.
+type Runs interface {
 	Runs() []*runner.Run
+}
+
+// Engines are the server's engines, which the collector reads.
+type Engines interface {
 	Engines() []workshop.EngineView
 }
 
@@ -77,17 +80,18 @@ var laneMetrics = []laneMetric{
 
 // Collector is Limit Lab's figures, built at each scrape.
 type Collector struct {
-	src        Source
+	memory     Runs
+	pool       Engines
 	storeBytes func() int64
 
 	queued, runs, engines, store *prometheus.Desc
 	ticks, missed, lag           *prometheus.Desc
 }
 
-// New is the collector of src's figures, and of the store's size on disk
-// as storeBytes gives it (none if nil).
-func New(src Source, storeBytes func() int64) *Collector {
-	return &Collector{src: src, storeBytes: storeBytes,
+// New is the collector of the runs' and engines' figures, and of the
+// store's size on disk as storeBytes gives it (none if nil).
+func New(runs Runs, pool Engines, storeBytes func() int64) *Collector {
+	return &Collector{memory: runs, pool: pool, storeBytes: storeBytes,
 		queued:  prometheus.NewDesc("limitlab_queue_length", "Runs waiting in the queue.", nil, nil),
 		runs:    prometheus.NewDesc("limitlab_runs", "Runs in the server's memory, by state: queued, running, and ended ones not yet stored whole.", []string{"state"}, nil),
 		engines: prometheus.NewDesc("limitlab_engines", "Engines of the pool, by state.", []string{"state"}, nil),
@@ -115,7 +119,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the figures as they are now.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	byState := map[runner.State]int{}
-	for _, r := range c.src.Runs() {
+	for _, r := range c.memory.Runs() {
 		byState[runner.StateOf(r)]++
 		for _, lc := range runner.CountersOf(r) {
 			labels := []string{lc.Container, lc.Run, lc.Lab, strconv.Itoa(lc.Lane), lc.Name}
@@ -131,7 +135,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(n), string(s))
 	}
 	engines := map[workshop.EngineState]int{}
-	for _, e := range c.src.Engines() {
+	for _, e := range c.pool.Engines() {
 		engines[e.State]++
 	}
 	for s, n := range engines {

@@ -22,7 +22,7 @@ func TestGOMAXPROCSFollowsALiveCpusetChange(t *testing.T) {
 		v := r.View()
 		return len(v.Steps) > 0 && v.Steps[0].State == runner.StepDone
 	})
-	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CpusetCpus: "0-1"})
+	rec, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CpusetCpus: "0-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

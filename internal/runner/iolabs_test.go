@@ -109,7 +109,7 @@ func TestIOWeightLab(t *testing.T) {
 
 func ioWeightLab(t testing.TB) {
 	m := newTestManager(t)
-	h := m.Host()
+	h := m.Pool().Host()
 	spec, errs := experiments.Parse([]byte(`{"lab": "io-weight"}`))
 	if errs != nil {
 		t.Fatal(errs)
@@ -130,7 +130,7 @@ func ioWeightLab(t testing.TB) {
 	if errs != nil {
 		t.Fatalf("weights supported, and the lab is refused: %v", errs)
 	}
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

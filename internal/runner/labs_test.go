@@ -63,7 +63,7 @@ func liveLimitChange(t testing.TB) {
 		return r.View().Lanes[0].State == runner.LaneRunning && len(r.Hub().History()) > 6
 	})
 	// A rejected change leaves the lane as it was.
-	_, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "64"})
+	_, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "64"})
 	var errs specs.Errors
 	if !errors.As(err, &errs) || errs[0].Lane != 0 || errs[0].Field != "cpus" {
 		t.Fatalf("update to 64 CPUs: %v", err)
@@ -71,7 +71,7 @@ func liveLimitChange(t testing.TB) {
 	if got := r.View().Lanes[0].Applied.NanoCPUs; got != 1e9 {
 		t.Fatalf("after a rejected change NanoCPUs = %d", got)
 	}
-	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "0.25"})
+	rec, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "0.25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLiveMemoryChangeInNextSample(t *testing.T) {
 	waitFor(t, 30*time.Second, "the lane running with samples", func() bool {
 		return r.View().Lanes[0].State == runner.LaneRunning && len(samplesOf(t, r)) > 5
 	})
-	rec, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Memory: "128m"})
+	rec, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{Memory: "128m"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // starts, naming the lane and the field, and saying why.
 func TestMemoryHighLab(t *testing.T) {
 	m := newTestManager(t)
-	h := m.Host()
+	h := m.Pool().Host()
 	spec, errs := experiments.Parse([]byte(`{"lab": "memory-high"}`))
 	if errs != nil {
 		t.Fatal(errs)
@@ -34,7 +34,7 @@ func TestMemoryHighLab(t *testing.T) {
 	if errs != nil {
 		t.Fatalf("memory.high supported, and the lab is refused: %v", errs)
 	}
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

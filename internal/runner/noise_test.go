@@ -40,11 +40,11 @@ func runLab(t testing.TB, id string) runner.RunView {
 		t.Fatalf("no lab %s", id)
 	}
 	spec := lab.LabSpec()
-	plan, errs := m.Validate(spec)
+	plan, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	r, err := m.Submit(spec, plan, "")
+	r, err := m.SubmitFrom(spec, plan, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func noisyThenQuiet(t testing.TB) {
 	}
 	spec := lab.LabSpec()
 	spec.Repeat = 2
-	plan, errs := m.Validate(spec)
+	plan, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatal(errs)
 	}
 	_, stop := enginetest.BusyLoops(t, 2)
-	r, err := m.Submit(spec, plan, "")
+	r, err := m.SubmitFrom(spec, plan, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

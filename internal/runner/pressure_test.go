@@ -21,7 +21,7 @@ func TestPressureSampled(t *testing.T) {
 
 func pressureSampled(t testing.TB) {
 	m := newTestManager(t)
-	h := m.Host()
+	h := m.Pool().Host()
 	r := startSpec(t, m, `{"name": "pressure", "mode": "parallel", "duration": "60s", "lanes": [
 	  {"name": "spin a", "workload": {"kind": "spin", "seconds": 6}, "limits": {"cpuset-cpus": "0"}},
 	  {"name": "spin b", "workload": {"kind": "spin", "seconds": 6}, "limits": {"cpuset-cpus": "0"}},

@@ -32,7 +32,7 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 func startSpec(t testing.TB, m *workshop.Manager, specJSON string) *runner.Run {
 	t.Helper()
 	spec, p := enginetest.Plan(t, m, specJSON)
-	r, err := m.Submit(spec, p, "")
+	r, err := m.SubmitFrom(spec, p, "", "")
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

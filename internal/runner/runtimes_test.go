@@ -22,7 +22,7 @@ import (
 // logged for docs/benchmarks.md.
 func TestRuntimeCPUsLab(t *testing.T) {
 	m := newTestManager(t)
-	h := m.Host()
+	h := m.Pool().Host()
 	if h.RuntimesImage == "" {
 		t.Fatalf("no runtimes image on this engine: %s", h.NoRuntimes)
 	}
@@ -34,7 +34,7 @@ func TestRuntimeCPUsLab(t *testing.T) {
 	})
 	// A round takes a few seconds; the change leaves several after it.
 	time.Sleep(4 * time.Second)
-	rec, err := m.UpdateLimits(context.Background(), r.ID(), live, specs.Limits{CPUs: "0.5"})
+	rec, err := m.Changes().UpdateLimits(context.Background(), r.ID(), live, specs.Limits{CPUs: "0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func twelveSpinLanes(b *testing.B, st *store.Store) *runner.Run {
 	}
 	spec.WriteString("]}")
 	sp, p := enginetest.Plan(b, m, spec.String())
-	r, err := m.Submit(sp, p, "")
+	r, err := m.SubmitFrom(sp, p, "", "")
 	if err != nil {
 		b.Fatal(err)
 	}

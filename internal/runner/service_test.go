@@ -138,7 +138,7 @@ func gomaxprocsLab(t testing.TB) {
 		}
 	}
 	checkSteps(t, v)
-	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Host().NCPU), "svc 1": "GOMAXPROCS=1"}
+	arms := map[string]string{"svc host": "GOMAXPROCS=" + strconv.Itoa(m.Pool().Host().NCPU), "svc 1": "GOMAXPROCS=1"}
 	for _, l := range v.Lanes {
 		switch l.Workload.Kind {
 		case "http":

@@ -10,13 +10,13 @@ import (
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
-// changes are the live changes to running runs' limits: each admitted
-// against the quotas as a submission is, then made by its run. The
-// Manager's UpdateLimits is theirs.
-type changes struct{ m *Manager }
+// Changes are the live changes to running runs' limits: each admitted
+// against the quotas, beside the manager's other runs, as a submission
+// is, then made by its run on its engine.
+type Changes struct{ m *Manager }
 
 // UpdateLimits changes a running lane's limits (see runner.Run.UpdateLimits).
-func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, change specs.Limits) (runner.ChangeRecord, error) {
+func (c *Changes) UpdateLimits(ctx context.Context, runID string, lane int, change specs.Limits) (runner.ChangeRecord, error) {
 	m := c.m
 	// Only a run in memory can be running: an ended one is not loaded
 	// from the store just to say so.
@@ -46,7 +46,7 @@ func (c changes) UpdateLimits(ctx context.Context, runID string, lane int, chang
 // is checked: against the participant's quotas over their other queued and
 // running runs, the host's over the other running runs, and the host's
 // memory, which no run's lanes may ask for more than in all.
-func (c changes) admit(e *entry, lane int, after []specs.Resources) error {
+func (c *Changes) admit(e *entry, lane int, after []specs.Resources) error {
 	m := c.m
 	plan := withResources(e.run.Plan(), after)
 	host := c.hostOf(e)
@@ -84,17 +84,13 @@ func (c changes) admit(e *entry, lane int, after []specs.Resources) error {
 }
 
 // hostOf is the host of the engine e runs on, or the manager's.
-func (c changes) hostOf(e *entry) engine.HostInfo {
+func (c *Changes) hostOf(e *entry) engine.HostInfo {
 	m := c.m
 	m.mu.Lock()
 	pe := e.engine
-	var h engine.HostInfo
-	if pe != nil {
-		h = pe.env.Host // probe replaces pe.env under m.mu
-	}
 	m.mu.Unlock()
 	if pe == nil {
-		return m.Host()
+		return m.pool.Host()
 	}
-	return h
+	return m.pool.hostOf(pe)
 }

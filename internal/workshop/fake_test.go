@@ -63,11 +63,11 @@ func fakeSubmit(t *testing.T, m *workshop.Manager, participant, specJSON string)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	plan, errs := experiments.Validate(spec, m.Host().Experiments())
+	plan, errs := experiments.Validate(spec, m.Pool().Host().Experiments())
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	return m.Submit(spec, plan, participant)
+	return m.SubmitFrom(spec, plan, participant, "")
 }
 
 func mustSubmit(t *testing.T, m *workshop.Manager, participant string) *runner.Run {
@@ -362,17 +362,17 @@ func TestFakeLiveChangesKeepToQuotas(t *testing.T) {
 	}
 	ctx := context.Background()
 	var q *workshop.QuotaError
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "2"}); !errors.As(err, &q) || q.Limit != "cpus" || q.Lane != 0 {
+	if _, err := m.Changes().UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "2"}); !errors.As(err, &q) || q.Limit != "cpus" || q.Lane != 0 {
 		t.Errorf("a change to --cpus 2 over a 1-CPU quota: %v", err)
 	}
 	var verrs specs.Errors
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{Memory: "16g"}); !errors.As(err, &verrs) || verrs[0].Field != "memory" {
+	if _, err := m.Changes().UpdateLimits(ctx, r.ID(), 0, specs.Limits{Memory: "16g"}); !errors.As(err, &verrs) || verrs[0].Field != "memory" {
 		t.Errorf("a change to --memory 16g on an 8 GiB host: %v", err)
 	}
 	if v := r.View(); v.Lanes[0].Applied.NanoCPUs != 1e8 || v.Lanes[0].Applied.Memory != 32<<20 {
 		t.Errorf("refused changes reached the engine: %+v", v.Lanes[0].Applied)
 	}
-	if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "0.5"}); err != nil {
+	if _, err := m.Changes().UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: "0.5"}); err != nil {
 		t.Fatalf("a change within the quota: %v", err)
 	}
 	// 0.5 now counts: a second run of 0.6 is over the participant's 1 CPU.

@@ -63,7 +63,7 @@ func (f *Finder) start(spec experiments.FindSpec, participant, address, after st
 	if errs != nil {
 		return nil, errs
 	}
-	if _, errs := f.m.Validate(spec.ProbeSpec(b.Max)); errs != nil {
+	if _, errs := f.m.pool.Validate(spec.ProbeSpec(b.Max)); errs != nil {
 		return nil, errs
 	}
 	deadline := cmp.Or(f.m.opts.SearchDeadline, DefaultSearchDeadline)
@@ -159,7 +159,7 @@ func (f *Finder) run(ctx context.Context, s *Search) {
 func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	limit := s.b.Limit(step)
 	spec := s.spec.ProbeSpec(limit)
-	plan, errs := f.m.Validate(spec)
+	plan, errs := f.m.pool.Validate(spec)
 	if errs != nil {
 		return fmt.Errorf("the probe at %s %s: %v", s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), errs)
 	}
@@ -209,7 +209,7 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), v.State, v.Error)
 	default:
 		var err error
-		if r, err = probeResult(v, f.m.Host().NCPU); err != nil {
+		if r, err = probeResult(v, f.m.pool.Host().NCPU); err != nil {
 			return err
 		}
 	}

@@ -325,11 +325,11 @@ func sweep(b *testing.B, m *workshop.Manager) (minutes float64, met map[string]b
 	for i := range bis.Limits() {
 		limit := bis.Limit(i)
 		spec := fs.ProbeSpec(limit)
-		plan, errs := m.Validate(spec)
+		plan, errs := m.Pool().Validate(spec)
 		if errs != nil {
 			b.Fatal(errs)
 		}
-		r, err := m.Submit(spec, plan, "sweep")
+		r, err := m.SubmitFrom(spec, plan, "sweep", "")
 		if err != nil {
 			b.Fatal(err)
 		}

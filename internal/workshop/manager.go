@@ -116,15 +116,15 @@ type entry struct {
 	round int
 }
 
-// Manager queues, runs and remembers experiments. Its engines are its
-// Pool's (Host, Validate and Engines are the pool's), its history its
-// Archive's.
+// Manager queues, runs and remembers experiments. It holds its
+// collaborators, each with its own state: its engines are its Pool's, its
+// history its Archive's, live changes its Changes'.
 type Manager struct {
-	*Pool
-	changes
-	env  *runner.Env // what a run is made with; placing it gives it its engine's
-	opts Options
-	log  *slog.Logger
+	pool    *Pool
+	changes *Changes
+	env     *runner.Env // what a run is made with; placing it gives it its engine's
+	opts    Options
+	log     *slog.Logger
 
 	ctx    context.Context // cancelled by Shutdown
 	cancel context.CancelFunc
@@ -177,7 +177,7 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{env: env, opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, runs: map[string]*entry{},
 		queue: newFairQueue[*entry](), running: map[*entry]bool{}}
-	m.finder, m.changes = newFinder(m), changes{m}
+	m.finder, m.changes = newFinder(m), &Changes{m: m}
 	m.archive = &Archive{st: opts.Store, log: opts.Log, cache: newStreamCache(opts.CacheBytes), live: func(id string) (*runner.Run, bool) {
 		e, ok := m.live(id)
 		if !ok {
@@ -185,30 +185,25 @@ func NewManager(eng engine.Engine, opts Options) *Manager {
 		}
 		return e.run, true
 	}, inMemory: m.Runs, minFree: opts.StoreMinFree, keep: opts.Keep}
-	m.Pool = &Pool{mu: &m.mu, opts: &m.opts, log: m.log, ctx: ctx, wg: &m.wg, onEvent: m.onEvent, cameUp: m.schedule}
 	m.featured = newFeatured(opts.Store, func(id string) bool { _, ok := m.archive.View(id); return ok })
 	m.archive.recover(m.featured)
 	m.archive.prune()
-	if opts.Pool == nil {
-		one := &poolEngine{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
-			state: EngineReady, env: env, running: map[*entry]bool{}}
-		m.engines = []*poolEngine{one}
-		m.wg.Add(1)
-		// The event watcher lives as long as the manager.
-		go func() {
-			defer m.wg.Done()
-			engine.Watch(ctx, eng, m.log, m.onEvent)
-		}()
-		return m
+	// An engine event is marked on the lane of the run in memory it
+	// belongs to.
+	onEvent := func(ev engine.Event) {
+		if e, ok := m.live(ev.Run); ok {
+			e.run.AddEvent(ev)
+		}
 	}
-	for _, pe := range opts.Pool {
-		m.engines = append(m.engines, &poolEngine{PoolEngine: pe, capacity: 1, state: EnginePreparing, running: map[*entry]bool{}})
-	}
-	m.probeAll(ctx)
-	m.wg.Add(1)
-	go m.Pool.run() // lives until Shutdown
+	m.pool = newPool(ctx, eng, env, opts, onEvent, m.schedule)
 	return m
 }
+
+// Pool is the engines runs are placed on: the one engine, or a pool's.
+func (m *Manager) Pool() *Pool { return m.pool }
+
+// Changes are the live changes to running runs' limits.
+func (m *Manager) Changes() *Changes { return m.changes }
 
 // Archive is the history: export, import and CSV of any run.
 func (m *Manager) Archive() *Archive { return m.archive }
@@ -244,17 +239,6 @@ func ReapLeftovers(ctx context.Context, eng Reaper, st *store.Store, instance st
 		}
 	}
 	return nil
-}
-
-// onEvent marks an engine event on the lane of the run in memory it
-// belongs to.
-func (m *Manager) onEvent(ev engine.Event) {
-	m.mu.Lock()
-	e, ok := m.runs[ev.Run]
-	m.mu.Unlock()
-	if ok {
-		e.run.AddEvent(ev)
-	}
 }
 
 // live returns the run in memory with that id.
@@ -299,7 +283,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.cancel()
 	m.ClearQueue("", "the server shut down before this run started")
 	waited := make(chan struct{})
-	go func() { m.wg.Wait(); m.finder.wait(); close(waited) }()
+	go func() { m.wg.Wait(); m.pool.wait(); m.finder.wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-ctx.Done():

@@ -55,22 +55,54 @@ const (
 
 // Pool is the manager's engines: each engine's state and its
 // transitions, the probes, what the API shows of them, and which engine a
-// run may be placed on. Its engines' fields are guarded by mu, the
-// manager's lock, which the queue holds while it places runs; the pool's
-// own fields are set once.
+// run may be placed on. Its engines' fields are guarded by its own lock,
+// which it takes after the manager's when the queue places a run and
+// never holds while it calls the manager; its other fields are set once.
 type Pool struct {
-	mu      *sync.Mutex
+	mu      sync.Mutex
 	engines []*poolEngine
-	opts    *Options
+	opts    Options // the manager's, with their defaults
 	log     *slog.Logger
 	ctx     context.Context // the manager's: cancelled by Shutdown
-	wg      *sync.WaitGroup // the manager's: its goroutines are waited for
+	wg      sync.WaitGroup  // the probes and the engines' event watchers
 	onEvent func(engine.Event)
 	cameUp  func() // an engine came up: the queue may place runs
 }
 
+// newPool makes the manager's engines: opts.Pool's, which it probes now
+// and every Options.ProbeEvery until ctx ends, or the one engine eng,
+// which env runs on and which is ready now. The pool calls onEvent with
+// each engine event and cameUp once an engine came up (never while it
+// holds its lock).
+func newPool(ctx context.Context, eng engine.Engine, env *runner.Env, opts Options, onEvent func(engine.Event), cameUp func()) *Pool {
+	p := &Pool{opts: opts, log: opts.Log, ctx: ctx, onEvent: onEvent, cameUp: cameUp}
+	if opts.Pool == nil {
+		p.engines = []*poolEngine{{PoolEngine: PoolEngine{Name: "default", Address: eng.DaemonHost(), Engine: eng}, capacity: opts.MaxRunning,
+			state: EngineReady, env: env, running: map[*entry]bool{}}}
+		p.wg.Add(1)
+		// The event watcher lives as long as the manager.
+		go func() {
+			defer p.wg.Done()
+			engine.Watch(ctx, eng, p.log, onEvent)
+		}()
+		return p
+	}
+	for _, pe := range opts.Pool {
+		p.engines = append(p.engines, &poolEngine{PoolEngine: pe, capacity: 1, state: EnginePreparing, running: map[*entry]bool{}})
+	}
+	p.probeAll(ctx)
+	p.wg.Add(1)
+	go p.run() // lives until Shutdown
+	return p
+}
+
+// wait waits for the pool's goroutines, which end with the manager's
+// context.
+func (p *Pool) wait() { p.wg.Wait() }
+
 // poolEngine is an engine of the manager's: the one engine of a server
-// without a pool, or one of a pool's. Its fields after the first are m.mu's.
+// without a pool, or one of a pool's. Its fields after the first are the
+// pool's lock's.
 type poolEngine struct {
 	PoolEngine
 	capacity int // runs at once: 1 in a pool, Options.MaxRunning alone
@@ -87,7 +119,7 @@ type poolEngine struct {
 }
 
 // fireLocked moves pe to its next state on ev, logging the change; why is
-// the error that came with it, if any. m.mu is held.
+// the error that came with it, if any. p.mu is held.
 func (p *Pool) fireLocked(pe *poolEngine, ev engineEvent, why string) {
 	next, ok := transition(pe.state, ev)
 	if !ok {
@@ -155,7 +187,7 @@ func (p *Pool) Engines() []EngineView {
 // went away). Only an engine with no run on it is ever made ready: that
 // reaps this server's containers there. A probe that fails or takes longer
 // than Options.ProbeTimeout while a run is on the engine leaves the run
-// be. It returns whether the engine came up. m.mu is not held.
+// be. It returns whether the engine came up. p.mu is not held.
 func (p *Pool) probe(ctx context.Context, pe *poolEngine) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -240,17 +272,18 @@ func (p *Pool) reapOrphans(ctx context.Context, pe *poolEngine) error {
 	return nil
 }
 
-// endedLocked tells e's engine that e has ended: interrupted by the
-// engine's going away (in a pool), which takes the engine out until it
-// answers, or otherwise, which frees it once no run is left on it. m.mu
-// is held.
-func (p *Pool) endedLocked(e *entry) {
-	pe := e.engine
+// ended tells pe, the engine e ran on, that e has ended: interrupted by
+// the engine's going away (in a pool), which takes the engine out until
+// it answers, or otherwise, which frees it once no run is left on it.
+func (p *Pool) ended(pe *poolEngine, e *entry) {
 	if pe == nil {
 		return
 	}
+	v := e.run.View()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	delete(pe.running, e)
-	if v := e.run.View(); p.opts.Pool != nil && v.State == runner.StateInterrupted {
+	if p.opts.Pool != nil && v.State == runner.StateInterrupted {
 		pe.orphans = append(pe.orphans, v.ID)
 		p.fireLocked(pe, evRunLost, v.Error)
 		return
@@ -294,11 +327,15 @@ func (p *Pool) run() {
 	}
 }
 
-// placeLocked is the engine e is to run on now: the first in the
-// pool's order that is up, has room, holds e within the host quotas beside
-// its running runs, can run e's spec (its limits and CPUs) and samples the
-// signals its verdict compares; nil if none. m.mu is held.
-func (p *Pool) placeLocked(e *entry) *poolEngine {
+// take places e on the engine it is to run on now, and returns it with
+// the engine's Env and e's plan there: the first engine in the pool's
+// order that is up, has room, holds e within the host quotas beside its
+// running runs, can run e's spec (its limits and CPUs) and samples the
+// signals its verdict compares. It returns nil if there is none. The
+// queue calls it with the manager's lock held, which guards e.
+func (p *Pool) take(e *entry) (*poolEngine, *runner.Env, specs.Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, pe := range p.engines {
 		if !pe.state.takesRuns() || len(pe.running) >= pe.capacity {
 			continue
@@ -310,18 +347,28 @@ func (p *Pool) placeLocked(e *entry) *poolEngine {
 		if checkLimits("host", e.run.Plan(), e.ask, inUse, p.opts.Quotas.Host) != nil {
 			continue
 		}
-		if _, ok := e.planOn(pe); !ok || !p.judgedOnLocked(e, pe) {
+		plan, ok := e.planOn(pe)
+		if !ok || !p.judgedOnLocked(e, pe) {
 			continue
 		}
-		return pe
+		pe.running[e] = true
+		p.fireLocked(pe, evRunPlaced, "")
+		return pe, pe.env, plan
 	}
-	return nil
+	return nil, nil, specs.Plan{}
+}
+
+// hostOf is the host of pe, which a probe may have replaced.
+func (p *Pool) hostOf(pe *poolEngine) engine.HostInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return pe.env.Host
 }
 
 // judgedOnLocked says whether e's verdict can be judged on pe's samples:
 // they carry every signal it compares. Where no engine of the pool that
 // is up carries them, any engine will do, and the run's verdict says why
-// it was not judged, as on a single engine. m.mu is held.
+// it was not judged, as on a single engine. p.mu is held.
 func (p *Pool) judgedOnLocked(e *entry, pe *poolEngine) bool {
 	spec := models.JudgedBy(e.run.Plan())
 	if spec == nil || len(spec.Needs()) == 0 {
@@ -346,7 +393,8 @@ func (p *Pool) judgedOnLocked(e *entry, pe *poolEngine) bool {
 // there: a plan resolves what depends on the host (the device "auto" is
 // the disk under that engine's data root), so a run carries out the plan
 // of the engine it is placed on. Without a pool there is one engine, which
-// the plan was validated for. m.mu is held.
+// the plan was validated for. The manager's lock (e's) and the pool's
+// (pe's) are held.
 func (e *entry) planOn(pe *poolEngine) (specs.Plan, bool) {
 	if e.fits == nil {
 		return e.run.Plan(), true

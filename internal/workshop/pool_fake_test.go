@@ -41,11 +41,11 @@ func poolSubmit(t *testing.T, m *workshop.Manager, participant, specJSON string)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	plan, errs := m.Validate(spec)
+	plan, errs := m.Pool().Validate(spec)
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	r, err := m.Submit(spec, plan, participant)
+	r, err := m.SubmitFrom(spec, plan, participant, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestFakePoolPlacement(t *testing.T) {
 			}
 			return fakePrepare(late)(ctx)
 		}})
-	engines := m.Engines()
+	engines := m.Pool().Engines()
 	if len(engines) != 3 || !engines[0].Up || !engines[1].Up || engines[2].Up || engines[2].Error != "connection refused" {
 		t.Fatalf("engines %+v", engines)
 	}
@@ -100,15 +100,15 @@ func TestFakePoolPlacement(t *testing.T) {
 	// The engine that could not be prepared joins once it can.
 	lateReady.Store(true)
 	deadline := time.Now().Add(5 * time.Second)
-	for !m.Engines()[2].Up {
+	for !m.Pool().Engines()[2].Up {
 		if time.Now().After(deadline) {
-			t.Fatalf("late never joined: %+v", m.Engines()[2])
+			t.Fatalf("late never joined: %+v", m.Pool().Engines()[2])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	// A spec no engine can run is refused at once, naming the field.
 	spec, _ := experiments.Parse([]byte(`{"name": "huge", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "0-15"}}]}`))
-	if _, errs := m.Validate(spec); len(errs) == 0 || errs[0].Field != "cpuset-cpus" {
+	if _, errs := m.Pool().Validate(spec); len(errs) == 0 || errs[0].Field != "cpuset-cpus" {
 		t.Errorf("a cpuset no engine has: %v", errs)
 	}
 }
@@ -129,7 +129,7 @@ func TestFakePoolEngineThatChangesIsPreparedAgain(t *testing.T) {
 	}})
 	const wide = `{"name": "wide", "duration": "10s", "lanes": [{"name": "a", "workload": {"kind": "spin", "seconds": 1}, "limits": {"cpuset-cpus": "4-7"}}]}`
 	spec, _ := experiments.Parse([]byte(wide))
-	if _, errs := m.Validate(spec); len(errs) == 0 {
+	if _, errs := m.Pool().Validate(spec); len(errs) == 0 {
 		t.Fatal("CPUs 4-7 on a host of 2 validated")
 	}
 	first := poolSubmit(t, m, "ann", fakeSpec)
@@ -150,10 +150,10 @@ func TestFakePoolEngineThatChangesIsPreparedAgain(t *testing.T) {
 	if sv.StartedAt.Before(prepared[1]) {
 		t.Errorf("the second run started at %v, before the changed engine was made ready again at %v", sv.StartedAt, prepared[1])
 	}
-	if v := m.Engines()[0]; v.Host.CPUs != 8 || !v.Up {
+	if v := m.Pool().Engines()[0]; v.Host.CPUs != 8 || !v.Up {
 		t.Errorf("the engine after its change: %+v", v)
 	}
-	if _, errs := m.Validate(spec); len(errs) != 0 {
+	if _, errs := m.Pool().Validate(spec); len(errs) != 0 {
 		t.Errorf("CPUs 4-7 on the host of 8 it became: %v", errs)
 	}
 }
@@ -222,9 +222,9 @@ func TestFakePoolProbeFailsUnderARun(t *testing.T) {
 	waitState := func(want workshop.EngineState) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for m.Engines()[0].State != want {
+		for m.Pool().Engines()[0].State != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("the engine is %s, want %s", m.Engines()[0].State, want)
+				t.Fatalf("the engine is %s, want %s", m.Pool().Engines()[0].State, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -239,7 +239,7 @@ func TestFakePoolProbeFailsUnderARun(t *testing.T) {
 	}
 	f.SetInfoFault(time.Second, nil) // answers, but after the probe's timeout
 	time.Sleep(150 * time.Millisecond)
-	if s := m.Engines()[0].State; s != workshop.EngineUnresponsive {
+	if s := m.Pool().Engines()[0].State; s != workshop.EngineUnresponsive {
 		t.Errorf("after slow probes the engine is %s, want unresponsive", s)
 	}
 	f.SetInfoFault(0, nil)

@@ -63,7 +63,7 @@ const spinSpec = `{"name": "spin", "duration": "60s", "lanes": [{"name": "spin",
 // with a disk under its data root.
 func TestPoolPlacesOneRunPerEngine(t *testing.T) {
 	m, ds := startPool(t, []string{"pa", "pb", "pc"}, map[string]testbed.DockerdOptions{"pc": {DataRootOnTmpfs: true}})
-	views := m.Engines()
+	views := m.Pool().Engines()
 	if len(views) != 3 {
 		t.Fatalf("engines %+v", views)
 	}
@@ -154,7 +154,7 @@ func TestPoolEngineLostMidRun(t *testing.T) {
 		t.Errorf("the run on %s: %s %s", bv.Engine, bv.State, bv.Error)
 	}
 	down := func() (workshop.EngineView, bool) {
-		for _, v := range m.Engines() {
+		for _, v := range m.Pool().Engines() {
 			if v.Name == lost {
 				return v, !v.Up
 			}
@@ -195,7 +195,7 @@ func BenchmarkPoolQueue(b *testing.B) {
 				var runs []*runner.Run
 				for i := range 30 {
 					sp, p := enginetest.Plan(b, m, fmt.Sprintf(spinSpec, "1"))
-					r, err := m.Submit(sp, p, fmt.Sprintf("p%02d", i))
+					r, err := m.SubmitFrom(sp, p, fmt.Sprintf("p%02d", i), "")
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -227,7 +227,7 @@ func BenchmarkPoolQueue(b *testing.B) {
 func TestPoolIOLabGetsItsEnginesDevice(t *testing.T) {
 	m, _ := startPool(t, []string{"pf", "pg"}, map[string]testbed.DockerdOptions{"pg": {DataRootOnLoop: true}})
 	devices := map[string]string{}
-	for _, v := range m.Engines() {
+	for _, v := range m.Pool().Engines() {
 		devices[v.Name] = v.Host.DataRootDevice
 		t.Logf("%s: data root on %s, cannot apply %v", v.Name, v.Host.DataRootDevice, v.Host.Unsupported)
 	}
@@ -275,7 +275,7 @@ func TestPoolEnginePausedMidRun(t *testing.T) {
 	enginetest.WaitFor(t, time.Minute, "the run sampled", func() bool { return samplesIn(history(r.Hub())) > 4 })
 	ds["ph"].Pause()
 	paused := time.Now()
-	enginetest.WaitFor(t, time.Minute, "the engine seen unresponsive", func() bool { return m.Engines()[0].State == workshop.EngineUnresponsive })
+	enginetest.WaitFor(t, time.Minute, "the engine seen unresponsive", func() bool { return m.Pool().Engines()[0].State == workshop.EngineUnresponsive })
 	time.Sleep(time.Until(paused.Add(30 * time.Second)))
 	ds["ph"].Resume()
 	t.Logf("paused for %s", time.Since(paused).Round(time.Second))
@@ -294,7 +294,10 @@ func TestPoolEnginePausedMidRun(t *testing.T) {
 	default:
 		t.Errorf("the run ended %s: %s", v.State, v.Error)
 	}
-	if s := m.Engines()[0].State; s != workshop.EngineReady && s != workshop.EnginePreparing {
-		t.Errorf("after its run the engine is %s", s)
-	}
+	// The engine is freed as the run's goroutine ends, just after the run
+	// says it ended.
+	enginetest.WaitFor(t, 10*time.Second, "the engine freed after its run", func() bool {
+		s := m.Pool().Engines()[0].State
+		return s == workshop.EngineReady || s == workshop.EnginePreparing
+	})
 }

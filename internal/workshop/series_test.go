@@ -131,7 +131,7 @@ func TestFakeGuidedStepsFollowChanges(t *testing.T) {
 		{"0.5", "done active"},
 		{"0.25", "done done"},
 	} {
-		if _, err := m.UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: specs.Value(c.cpus)}); err != nil {
+		if _, err := m.Changes().UpdateLimits(ctx, r.ID(), 0, specs.Limits{CPUs: specs.Value(c.cpus)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(); got != c.want {
@@ -152,7 +152,7 @@ func TestFakeGuidedStepsFollowChanges(t *testing.T) {
 // imports the same.
 func TestFakeGuidedStepsUnfinishedAtTheEnd(t *testing.T) {
 	m, r := runningGuided(t, workshop.Options{MaxRunning: 1, Store: fakeStore(t)})
-	if _, err := m.UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "0.5"}); err != nil {
+	if _, err := m.Changes().UpdateLimits(context.Background(), r.ID(), 0, specs.Limits{CPUs: "0.5"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Stop(r.ID()); err != nil {

@@ -10,12 +10,6 @@ import (
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
-// Submit queues a run for a participant whose address is not known; see
-// SubmitFrom.
-func (m *Manager) Submit(spec specs.Spec, plan specs.Plan, participant string) (*runner.Run, error) {
-	return m.SubmitFrom(spec, plan, participant, "")
-}
-
 // SubmitFrom checks a validated plan against the quotas, the queue's
 // length and what the client's address already has, and queues it; it
 // starts as soon as the host is free and the participants before it have
@@ -29,7 +23,7 @@ func (m *Manager) SubmitFrom(spec specs.Spec, plan specs.Plan, participant, addr
 			return nil, fmt.Errorf("%w: %v", ErrStore, err)
 		}
 	}
-	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), spec: spec, address: address, ask: askOf(plan, m.Host().NCPU)}
+	e := &entry{run: runner.New(m.env, newID(), participant, spec, plan), spec: spec, address: address, ask: askOf(plan, m.pool.Host().NCPU)}
 	if m.opts.Pool != nil {
 		e.fits = map[string]fit{}
 	}
@@ -102,18 +96,19 @@ func (m *Manager) schedule() {
 	m.mu.Lock()
 	if m.ctx.Err() == nil {
 		for {
-			// Next returns the last entry it asked about: pe is its engine.
+			// Next returns the last entry it asked about: the pool placed
+			// it on pe.
 			var pe *poolEngine
-			e, ok := m.queue.Next(func(e *entry) bool { pe = m.placeLocked(e); return pe != nil })
+			var env *runner.Env
+			var plan specs.Plan
+			e, ok := m.queue.Next(func(e *entry) bool { pe, env, plan = m.pool.take(e); return pe != nil })
 			if !ok {
 				break
 			}
 			e.expiry.Stop()
-			m.running[e], pe.running[e], e.engine = true, true, pe
-			m.fireLocked(pe, evRunPlaced, "")
+			m.running[e], e.engine = true, pe
 			if m.opts.Pool != nil {
-				plan, _ := e.planOn(pe)
-				e.run.Assign(pe.env, pe.Name, plan)
+				e.run.Assign(env, pe.Name, plan)
 			}
 			m.launchLocked(e)
 		}
@@ -135,7 +130,7 @@ func (m *Manager) launchLocked(e *entry) {
 		next := m.nextInSeries(e)
 		m.mu.Lock()
 		delete(m.running, e)
-		m.endedLocked(e)
+		m.pool.ended(e.engine, e)
 		// The series' next run takes its turn in the queue like any
 		// other: the participants waiting are served between its runs.
 		queued := next != nil && m.ctx.Err() == nil

@@ -32,7 +32,7 @@ func plan(t *testing.T, m *workshop.Manager, specJSON string) (specs.Spec, specs
 func submit(t *testing.T, m *workshop.Manager, participant, specJSON string) *runner.Run {
 	t.Helper()
 	spec, p := plan(t, m, specJSON)
-	r, err := m.Submit(spec, p, participant)
+	r, err := m.SubmitFrom(spec, p, participant, "")
 	if err != nil {
 		t.Fatalf("submit for %s: %v", participant, err)
 	}
@@ -217,7 +217,7 @@ func TestQueueWaitAndQuotas(t *testing.T) {
 
 	// Ann already has a run: her second is refused by her limit.
 	spec, p := plan(t, m, `{"name": "second", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "0.1"}}]}`)
-	_, err := m.Submit(spec, p, "ann")
+	_, err := m.SubmitFrom(spec, p, "ann", "")
 	var q *workshop.QuotaError
 	if !errors.As(err, &q) || q.Scope != "participant" || q.Limit != "runs" || q.Over != 1 {
 		t.Errorf("a second run for ann: %v", err)
@@ -225,7 +225,7 @@ func TestQueueWaitAndQuotas(t *testing.T) {
 	// Two CPUs asked on a host whose running lanes may ask for one.
 	spec, p = plan(t, m, `{"name": "big", "lanes": [{"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "1"}},
 	  {"workload": {"kind": "spin", "seconds": 1}, "limits": {"cpus": "1"}}]}`)
-	_, err = m.Submit(spec, p, "cat")
+	_, err = m.SubmitFrom(spec, p, "cat", "")
 	if !errors.As(err, &q) || q.Scope != "host" || q.Limit != "cpus" || q.Over != 1 || !strings.Contains(err.Error(), "exceeded by 1 CPUs") {
 		t.Errorf("a run over the host's CPU quota: %v", err)
 	}
