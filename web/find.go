@@ -12,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -20,7 +21,7 @@ import (
 type Finder interface {
 	// Start refuses a spec with specs.Errors, and a participant's
 	// second search at once with a *workshop.QuotaError.
-	Start(spec experiments.FindSpec, participant, address string) (*workshop.Search, error)
+	Start(spec finder.FindSpec, participant, address string) (*workshop.Search, error)
 	View(id string) (workshop.SearchView, bool)
 	Stop(id string) error
 	// Owner is a running search's participant.
@@ -136,7 +137,7 @@ func (h pages) findFragment(w http.ResponseWriter, r *http.Request) {
 
 // serviceText says what a search runs: the built-in service and its work,
 // or a facilitator's image.
-func serviceText(fs experiments.FindSpec) string {
+func serviceText(fs finder.FindSpec) string {
 	w := fs.Service
 	if w.Kind == specs.KindImage {
 		return fmt.Sprintf("the facilitator's image %s, serving on port %d", w.Image, w.Port)

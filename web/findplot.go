@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
 
@@ -52,7 +52,7 @@ func plotOfSearch(v workshop.SearchView) findPlot {
 		}
 		p.Points = append(p.Points, pt)
 	}
-	if v.Needs > v.Min && v.Needs < v.Max && v.Spec.Search.Limit == experiments.FindCPUs {
+	if v.Needs > v.Min && v.Needs < v.Max && v.Spec.Search.Limit == finder.FindCPUs {
 		p.FloorX = f1(x(v.Needs))
 	}
 	if v.Answer != nil && v.Answer.Found {
@@ -69,7 +69,7 @@ func plotOfSearch(v workshop.SearchView) findPlot {
 
 // limitText is a search's limit in the docker CLI's words.
 func limitText(v workshop.SearchView, limit float64) string {
-	return experiments.LimitText(v.Spec.Search.Limit, limit)
+	return finder.LimitText(v.Spec.Search.Limit, limit)
 }
 
 // loadText is a search's load in words.

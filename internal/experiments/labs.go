@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sort"
 
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 )
 
@@ -33,7 +34,7 @@ type Lab struct {
 	// Find makes the lab a limit search: its spec's "service" lane under
 	// one limit after another beside its "load" lane, until the smallest
 	// limit that meets the target (the spec's own limit is one example).
-	Find *LabFind `json:"find,omitempty"`
+	Find *finder.LabFind `json:"find,omitempty"`
 	// File is the lab file it came from, for a facilitator's lab; empty
 	// for the built-in ones.
 	File string `json:"file,omitempty"`

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/experiments/models"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
@@ -52,13 +52,13 @@ func newFinder(m *Manager) *Finder {
 // cannot run is refused at once with its fields named (specs.Errors).
 // A participant runs one search at a time: a second is refused with a
 // *QuotaError.
-func (f *Finder) Start(spec experiments.FindSpec, participant, address string) (*Search, error) {
+func (f *Finder) Start(spec finder.FindSpec, participant, address string) (*Search, error) {
 	return f.start(spec, participant, address, "")
 }
 
 // start starts a search; after is the search whose second turn it is,
 // which may start while that one is still running.
-func (f *Finder) start(spec experiments.FindSpec, participant, address, after string) (*Search, error) {
+func (f *Finder) start(spec finder.FindSpec, participant, address, after string) (*Search, error) {
 	b, errs := spec.Check()
 	if errs != nil {
 		return nil, errs
@@ -137,8 +137,8 @@ func (f *Finder) run(ctx context.Context, s *Search) {
 			s.end(searchAnswered, f.turn(s))
 			return
 		}
-		if n >= experiments.MaxProbes {
-			s.end(searchFailed, fmt.Sprintf("no answer within %d probes", experiments.MaxProbes))
+		if n >= finder.MaxProbes {
+			s.end(searchFailed, fmt.Sprintf("no answer within %d probes", finder.MaxProbes))
 			return
 		}
 		if err := f.probe(ctx, s, step); err != nil {
@@ -161,7 +161,7 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	spec := s.spec.ProbeSpec(limit)
 	plan, errs := f.m.pool.Validate(spec)
 	if errs != nil {
-		return fmt.Errorf("the probe at %s %s: %v", s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), errs)
+		return fmt.Errorf("the probe at %s %s: %v", s.spec.Search.Limit, finder.LimitText(s.spec.Search.Limit, limit), errs)
 	}
 	var run *runner.Run
 	for {
@@ -200,13 +200,13 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 	defer s.mu.Unlock()
 	s.current = ""
 	s.probes[k].ended = v.State
-	var r experiments.ProbeRun
+	var r finder.ProbeRun
 	switch why := serviceDied(v); {
 	case why != "":
 		// The limit misses the target: the service did not serve.
-		r = experiments.ProbeRun{Run: v.ID, ErrorsPct: 100, Died: why}
+		r = finder.ProbeRun{Run: v.ID, ErrorsPct: 100, Died: why}
 	case v.State != runner.StateDone:
-		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, experiments.LimitText(s.spec.Search.Limit, limit), v.State, v.Error)
+		return fmt.Errorf("the probe run %s at %s %s ended %s: %s", v.ID, s.spec.Search.Limit, finder.LimitText(s.spec.Search.Limit, limit), v.State, v.Error)
 	default:
 		var err error
 		if r, err = probeResult(v, f.m.pool.Host().NCPU); err != nil {
@@ -223,9 +223,9 @@ func (f *Finder) probe(ctx context.Context, s *Search, step int) error {
 func probeLanes(v runner.RunView) (svc, load *runner.LaneResult) {
 	for i := range v.Lanes {
 		switch v.Lanes[i].Name {
-		case experiments.ProbeService:
+		case finder.ProbeService:
 			svc = &v.Lanes[i]
-		case experiments.ProbeLoad:
+		case finder.ProbeLoad:
 			load = &v.Lanes[i]
 		}
 	}
@@ -254,8 +254,8 @@ func serviceDied(v runner.RunView) string {
 // probeResult reads what a probe run measured: the load's p99 and failed
 // share, and the service's share of its CPUs' time throttled while the
 // load ran.
-func probeResult(v runner.RunView, ncpu int) (experiments.ProbeRun, error) {
-	r := experiments.ProbeRun{Run: v.ID}
+func probeResult(v runner.RunView, ncpu int) (finder.ProbeRun, error) {
+	r := finder.ProbeRun{Run: v.ID}
 	svc, load := probeLanes(v)
 	if svc == nil || load == nil || load.LatencyMs == nil || load.Requests == 0 {
 		return r, fmt.Errorf("the probe run %s measured no latency", v.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/limitlab/limitlab/internal/engine/enginefake"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/workshop"
 )
@@ -193,7 +194,7 @@ func rightSize(t testing.TB, m *workshop.Manager) workshop.SearchView {
 		t.Fatalf("search %s (%s), answer %+v", v.State, v.Error, v.Answer)
 	}
 	a := v.Answer
-	t.Logf("answer --cpus %s after %d runs at %d limits (a sweep: %d) in %s; %s", experiments.LimitText("cpus", a.Limit), a.Probes, a.Steps, v.GridRuns,
+	t.Logf("answer --cpus %s after %d runs at %d limits (a sweep: %d) in %s; %s", finder.LimitText("cpus", a.Limit), a.Probes, a.Steps, v.GridRuns,
 		time.Since(v.Created).Round(time.Second), a.BoundSay)
 	onGrid := math.Abs(math.Round((a.Limit-v.Min)/v.Step)*v.Step+v.Min-a.Limit) < 1e-9
 	if a.Limit < v.Min || a.Limit > v.Max || !onGrid {
@@ -292,7 +293,7 @@ func BenchmarkRightSizeSearches(b *testing.B) {
 			answers = append(answers, v.Answer.Limit)
 			runs += v.Answer.Probes
 			b.Logf("figure: search %d | --cpus %s, %d probe runs at %d limits, %.1f min", i+1,
-				experiments.LimitText("cpus", v.Answer.Limit), v.Answer.Probes, v.Answer.Steps, time.Since(began).Minutes())
+				finder.LimitText("cpus", v.Answer.Limit), v.Answer.Probes, v.Answer.Steps, time.Since(began).Minutes())
 		}
 		searchMin := time.Since(start).Minutes() / 3
 		spread := slices.Max(answers) - slices.Min(answers)
@@ -338,8 +339,8 @@ func sweep(b *testing.B, m *workshop.Manager) (minutes float64, met map[string]b
 		if load.LatencyMs == nil || load.Requests == 0 {
 			b.Fatalf("the sweep's run at --cpus %v measured no latency: %+v", limit, load)
 		}
-		met[experiments.LimitText("cpus", limit)] = load.LatencyMs.P99 < fs.Target.P99Ms && 100*float64(load.Failures) < fs.Target.ErrorsPct*float64(load.Requests)
-		b.Logf("sweep at --cpus %s: p99 %.1f ms", experiments.LimitText("cpus", limit), load.LatencyMs.P99)
+		met[finder.LimitText("cpus", limit)] = load.LatencyMs.P99 < fs.Target.P99Ms && 100*float64(load.Failures) < fs.Target.ErrorsPct*float64(load.Requests)
+		b.Logf("sweep at --cpus %s: p99 %.1f ms", finder.LimitText("cpus", limit), load.LatencyMs.P99)
 	}
 	return time.Since(start).Minutes(), met
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/runner"
 )
 
@@ -52,13 +52,13 @@ func (s SearchState) transition(e searchEvent) (SearchState, bool) {
 // snapshot built from it when asked (view).
 type Search struct {
 	id, participant, address string
-	spec                     experiments.FindSpec
+	spec                     finder.FindSpec
 	created                  time.Time
 	stop                     context.CancelFunc
 	deadline                 time.Duration // over the whole search
 
 	mu      sync.Mutex
-	b       *experiments.Bisection
+	b       *finder.Bisection
 	probes  []probeRecord
 	state   SearchState
 	err     string
@@ -76,7 +76,7 @@ type probeRecord struct {
 	limit  float64
 	run    string
 	ended  runner.State // "" while it runs
-	result *experiments.ProbeRun
+	result *finder.ProbeRun
 	meets  *bool
 }
 
@@ -104,33 +104,33 @@ func (s *Search) isEnded() bool {
 
 // ProbeView is one probe: a limit, its run and what it measured.
 type ProbeView struct {
-	Step   int                   `json:"step"`
-	Limit  float64               `json:"limit"`
-	Text   string                `json:"limit_text"`
-	Run    string                `json:"run"`
-	State  string                `json:"state"`
-	Result *experiments.ProbeRun `json:"result,omitempty"`
-	Meets  *bool                 `json:"meets,omitempty"`
+	Step   int              `json:"step"`
+	Limit  float64          `json:"limit"`
+	Text   string           `json:"limit_text"`
+	Run    string           `json:"run"`
+	State  string           `json:"state"`
+	Result *finder.ProbeRun `json:"result,omitempty"`
+	Meets  *bool            `json:"meets,omitempty"`
 }
 
 // SearchView is a search as the page and the API show it.
 type SearchView struct {
-	ID      string               `json:"id"`
-	Name    string               `json:"name"`
-	State   SearchState          `json:"state"`
-	Error   string               `json:"error,omitempty"`
-	Spec    experiments.FindSpec `json:"spec"`
-	Created time.Time            `json:"created_at"`
-	Min     float64              `json:"min"`
-	Max     float64              `json:"max"`
-	Step    float64              `json:"resolution"`
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	State   SearchState     `json:"state"`
+	Error   string          `json:"error,omitempty"`
+	Spec    finder.FindSpec `json:"spec"`
+	Created time.Time       `json:"created_at"`
+	Min     float64         `json:"min"`
+	Max     float64         `json:"max"`
+	Step    float64         `json:"resolution"`
 	// Needs is the model's floor for an open loop (rate × work, cores).
-	Needs  float64             `json:"model_needs_cores,omitempty"`
-	Probes []ProbeView         `json:"probes"`
-	Answer *experiments.Answer `json:"answer,omitempty"`
+	Needs  float64        `json:"model_needs_cores,omitempty"`
+	Probes []ProbeView    `json:"probes"`
+	Answer *finder.Answer `json:"answer,omitempty"`
 	// Verdict compares the answer with the allotment model's floor.
-	Verdict   *FindVerdict                `json:"verdict,omitempty"`
-	Recommend *experiments.Recommendation `json:"recommendation,omitempty"`
+	Verdict   *FindVerdict           `json:"verdict,omitempty"`
+	Recommend *finder.Recommendation `json:"recommendation,omitempty"`
 	// GridRuns is how many runs a sweep of every limit once would take.
 	GridRuns int `json:"grid_runs"`
 	// Then is the search of the second turn (the other limit, with this
@@ -157,7 +157,7 @@ func (s *Search) view(runState func(id string) (runner.State, bool)) SearchView 
 		v.Name = "find the limit"
 	}
 	for i, p := range s.probes {
-		v.Probes[i] = ProbeView{Step: p.step, Limit: p.limit, Text: experiments.LimitText(s.spec.Search.Limit, p.limit), Run: p.run,
+		v.Probes[i] = ProbeView{Step: p.step, Limit: p.limit, Text: finder.LimitText(s.spec.Search.Limit, p.limit), Run: p.run,
 			State: string(p.ended), Result: p.result, Meets: p.meets}
 		if p.ended == "" {
 			v.Probes[i].State = string(runner.StateQueued)
@@ -169,7 +169,7 @@ func (s *Search) view(runState func(id string) (runner.State, bool)) SearchView 
 	if s.state == SearchDone {
 		a := s.b.Answer()
 		v.Answer, v.Recommend = &a, s.spec.Recommend(s.b, a)
-		if judged, pass, text := experiments.JudgeFind(s.spec, a); judged {
+		if judged, pass, text := finder.JudgeFind(s.spec, a); judged {
 			v.Verdict = &FindVerdict{Pass: pass, Explanation: text}
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitlab/limitlab/internal/experiments"
+	"github.com/limitlab/limitlab/internal/experiments/finder"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workload/wire"
@@ -30,7 +30,7 @@ func TestFakeSearchTransitions(t *testing.T) {
 
 // probeRun is a probe run of a service and its load, as a test writes it.
 func probeRun(svc, load runner.LaneResult) runner.RunView {
-	svc.Name, load.Name = experiments.ProbeService, experiments.ProbeLoad
+	svc.Name, load.Name = finder.ProbeService, finder.ProbeLoad
 	return runner.RunView{ID: "r1", State: runner.StateDone, Lanes: []runner.LaneResult{svc, load}}
 }
 

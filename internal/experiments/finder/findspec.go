@@ -1,4 +1,4 @@
-package experiments
+package finder
 
 import (
 	"fmt"
@@ -69,28 +69,21 @@ const (
 	MaxProbes = 40
 )
 
-// ParseFind decodes a search, its keys exact, or a lab's search.
-func ParseFind(data []byte) (FindSpec, specs.Errors) {
+// DecodeFind decodes a search as a request gives it, its keys exact: a
+// search of its own, or the id of a search lab, which the catalogue
+// resolves.
+func DecodeFind(data []byte) (FindSpec, specs.Errors) {
 	var fs FindSpec
 	if err := specs.StrictDecode(data, &fs); err != nil {
 		return fs, specs.Errors{{Lane: -1, Field: specs.JSONField(err, "find"), Message: specs.JSONMessage(err)}}
 	}
-	if fs.Lab == "" {
-		if fs.Service.NamesImage() {
-			return fs, specs.Errors{specs.ImageRefused(-1, "service.image")}
-		}
-		return fs, nil
+	if fs.Lab == "" && fs.Service.NamesImage() {
+		return fs, specs.Errors{specs.ImageRefused(-1, "service.image")}
 	}
-	lab, ok := LabByID(fs.Lab)
-	switch {
-	case !ok:
-		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
-	case lab.Find == nil:
-		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it as a lab", fs.Lab)}}
-	case fs != FindSpec{Lab: fs.Lab}:
+	if fs.Lab != "" && fs != (FindSpec{Lab: fs.Lab}) {
 		return FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: "give either a lab or a search, not both"}}
 	}
-	return lab.FindOf()
+	return fs, nil
 }
 
 // LabFind is a search lab's target and range.
@@ -98,38 +91,6 @@ type LabFind struct {
 	Target FindTarget  `json:"target"`
 	Search FindSearch  `json:"search"`
 	Then   *FindSearch `json:"then,omitempty"`
-}
-
-// FindOf is a search lab's search: its spec's service and load lanes, its
-// target and its range.
-func (l Lab) FindOf() (FindSpec, specs.Errors) {
-	bad := func(msg string) (FindSpec, specs.Errors) {
-		return FindSpec{}, specs.Errors{{Lane: -1, Field: "spec", Message: msg}}
-	}
-	if l.Find == nil {
-		return bad("the lab is not a search")
-	}
-	fs := FindSpec{Name: l.Title, Lab: l.ID, Target: l.Find.Target, Search: l.Find.Search, Then: l.Find.Then}
-	var svc, load *specs.Lane
-	spec := l.LabSpec()
-	for i := range spec.Lanes {
-		switch spec.Lanes[i].Name {
-		case ProbeService:
-			svc = &spec.Lanes[i]
-		case ProbeLoad:
-			load = &spec.Lanes[i]
-		}
-	}
-	if svc == nil || load == nil || len(spec.Lanes) != 2 {
-		return bad(fmt.Sprintf("a search lab's spec has two lanes, %q and %q", ProbeService, ProbeLoad))
-	}
-	w := load.Workload
-	if w.Kind != specs.KindLoad || w.Target != ProbeService {
-		return bad(fmt.Sprintf("the %q lane is a load on the %q lane", ProbeLoad, ProbeService))
-	}
-	fs.Service = svc.Workload
-	fs.Load = FindLoad{Rate: w.Rate, Concurrency: w.Concurrency, Seconds: w.Seconds}
-	return fs, nil
 }
 
 // Range is a search's grid in its own unit (cores, or MiB for memory),
