@@ -9,7 +9,6 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
-
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments"
 	"github.com/limitlab/limitlab/internal/experiments/models"

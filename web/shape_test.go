@@ -1,14 +1,13 @@
 package web
 
 import (
+	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-
-	"net/http"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/limitlab/limitlab/internal/engine"

@@ -14,14 +14,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-
 	"github.com/docker/go-units"
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/limitlab/limitlab/web"
+	"github.com/peterbourgon/ff/v3"
 )
 
 type config struct {

@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitlab/limitlab/web"
-
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
+	"github.com/limitlab/limitlab/web"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/limitlab/limitlab/internal/experiments/models"
 	"github.com/limitlab/limitlab/internal/experiments/specs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 )
 
 // Support says whether the host can apply a limit, and why not.

@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/limitlab/limitlab/internal/engine"
 	"github.com/limitlab/limitlab/internal/enginetest"
 	"github.com/limitlab/limitlab/internal/runner"
 	"github.com/limitlab/limitlab/internal/testbed"
 	"github.com/limitlab/limitlab/internal/workshop"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 )
 
 // startPool starts a dockerd per name beside the machine's and a manager
