@@ -14,10 +14,10 @@ func ParseFind(data []byte) (finder.FindSpec, specs.Errors) {
 	if errs != nil || fs.Lab == "" {
 		return fs, errs
 	}
-	lab, ok := LabByID(fs.Lab)
+	lab, errs := labOf(fs.Lab)
 	switch {
-	case !ok:
-		return finder.FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", fs.Lab)}}
+	case errs != nil:
+		return finder.FindSpec{}, errs
 	case lab.Find == nil:
 		return finder.FindSpec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("lab %q is not a search: run it as a lab", fs.Lab)}}
 	}

@@ -16,9 +16,9 @@ func Parse(data []byte) (specs.Spec, specs.Errors) {
 	if errs != nil || req.Lab == "" {
 		return req, errs
 	}
-	lab, ok := LabByID(req.Lab)
-	if !ok {
-		return specs.Spec{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", req.Lab)}}
+	lab, errs := labOf(req.Lab)
+	if errs != nil {
+		return specs.Spec{}, errs
 	}
 	spec := lab.LabSpec()
 	spec.Repeat = req.Repeat
@@ -57,12 +57,11 @@ func Validate(spec specs.Spec, host specs.Host) (specs.Plan, specs.Errors) {
 	var labErrs specs.Errors
 	var lab Lab
 	if spec.Lab != "" {
-		var ok bool
-		lab, ok = LabByID(spec.Lab)
-		if !ok {
-			labErrs = specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", spec.Lab)}}
-		} else if shows, why := lab.Shows(host); !shows {
-			labErrs = specs.Errors{{Lane: -1, Field: "lab", Message: why}}
+		lab, labErrs = labOf(spec.Lab)
+		if labErrs == nil {
+			if shows, why := lab.Shows(host); !shows {
+				labErrs = specs.Errors{{Lane: -1, Field: "lab", Message: why}}
+			}
 		}
 	}
 	plan, errs := specs.ValidateLanes(spec, host)
@@ -73,4 +72,14 @@ func Validate(spec specs.Spec, host specs.Host) (specs.Plan, specs.Errors) {
 		plan.Lab, plan.Verdict, plan.Steps = lab.ID, lab.Verdict, lab.Steps
 	}
 	return plan, nil
+}
+
+// labOf is the lab of the catalogue in use with that id, or the error
+// that names it.
+func labOf(id string) (Lab, specs.Errors) {
+	lab, ok := LabByID(id)
+	if !ok {
+		return Lab{}, specs.Errors{{Lane: -1, Field: "lab", Message: fmt.Sprintf("no lab %q", id)}}
+	}
+	return lab, nil
 }
